@@ -1,0 +1,320 @@
+"""Deep Communicating Agents (Celikyilmaz et al., 2018), section 2, equations (1)-(16).
+
+Shape notation:
+    B  documents            A  agents (M in the paper)     S  tokens per agent (I in the paper)
+    T  decoder steps        E  embedding size              H  hidden size
+    V  fixed vocabulary     V_ext  V + OOV words of the batch (copy targets)
+
+The model only offers distributions (``forward`` for teacher forcing, ``encode``/``init_state``/
+``step`` for search); losses live in ``agentsum.objectives`` and search in ``agentsum.search``.
+
+Choices where the paper is silent or ambiguous (also in docs/model.md):
+* Eq (7) as printed, ``v1^T tanh(W3 h + W4 z)``, is a scalar, but it is the input of a bLSTM
+  that must carry the token's representation h_i^(k) to the next layer; one number per token would
+  throw away everything the lower layers encoded. We read ``v1`` as a matrix ``V1 in R^{H x H}``:
+  f(h, z) = V1 tanh(W3 h + W4 z), an H-dimensional input.
+* bLSTMs have H units per direction; W1/W2 (eq 2, 5) project the 2H concatenation back to H.
+* "Last hidden state" h_{m,I} (eq 6) is the projected output at agent m's last real token.
+  Agents that received no text (short documents) neither send messages nor receive attention;
+  eq (6)'s 1/(M-1) becomes 1/(number of other agents with text). With M = 1 the message is 0.
+* Without communication (ablation m4) the message is 0, so f(h) = V1 tanh(W3 h): same layers,
+  no information from other agents.
+* The decoder LSTM's initial cell state is zero (the paper only gives s_0 = h_{1,I}^(K)); its input
+  is the embedding of the previous word (eq 12 conditions on s_t and w_{t-1} only).
+* The "MLP" of eq (12)/(13) is Linear -> tanh -> Linear; c*_0 = 0 for contextual agent attention.
+* y_t in eq (14) is the embedding of the decoder input at step t (the previous word).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from agentsum.batch import Batch
+from agentsum.pointer import CopyDistribution
+from agentsum.vocab import PAD_ID, UNK_ID
+
+POINTERS = ("none", "single", "multi")
+
+
+@dataclass
+class DCAConfig:
+    vocab_size: int
+    embedding_size: int = 128
+    hidden_size: int = 128
+    contextual_layers: int = 2  # K
+    communication: bool = True
+    pointer: str = "multi"  # none | single | multi
+    contextual_agent_attention: bool = False  # caa, eq (13)
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        if self.pointer not in POINTERS:
+            raise ValueError(f"model.pointer must be one of {POINTERS}, got {self.pointer!r}")
+        if self.contextual_layers < 0:
+            raise ValueError("model.contextual_layers must be >= 0")
+
+
+@dataclass
+class EncoderOutput:
+    """What the decoder needs from the encoder, computed once per document.
+
+    states:      (B, A, S, H) h^(K)_{a,i}, the last contextual layer.
+    keys:        (B, A, S, H) W5 h^(K)_{a,i}, the attention projection of eq (8), precomputed once.
+    mask:        (B, A, S) bool, real tokens.
+    agent_mask:  (B, A) bool, agents holding text.
+    src_ext_ids: (B, A*S) extended source ids (copy targets).
+    init_hidden: (B, H) s_0 = h^(K)_{1,I}.
+    n_ext:       V_ext.
+    """
+
+    states: torch.Tensor
+    keys: torch.Tensor
+    mask: torch.Tensor
+    agent_mask: torch.Tensor
+    src_ext_ids: torch.Tensor
+    init_hidden: torch.Tensor
+    n_ext: int
+
+    def select(self, index: torch.Tensor) -> "EncoderOutput":
+        pick = lambda x: x.index_select(0, index)  # noqa: E731
+        return EncoderOutput(pick(self.states), pick(self.keys), pick(self.mask), pick(self.agent_mask),
+                             pick(self.src_ext_ids), pick(self.init_hidden), self.n_ext)
+
+
+@dataclass
+class DecoderState:
+    """hidden, cell: (1, N, H) LSTM state; context: (N, H) c*_{t-1} (for caa)."""
+
+    hidden: torch.Tensor
+    cell: torch.Tensor
+    context: torch.Tensor
+
+    def select(self, index: torch.Tensor) -> "DecoderState":
+        return DecoderState(self.hidden.index_select(1, index), self.cell.index_select(1, index),
+                            self.context.index_select(0, index))
+
+
+@dataclass
+class Attention:
+    """word: (..., A, S) l^t_{a,i} (eq 8); agent: (..., A) g^t_a (eq 10)."""
+
+    word: torch.Tensor
+    agent: torch.Tensor
+
+
+@dataclass
+class DecoderOutput:
+    """Teacher-forced output for all T steps.
+
+    dist:      CopyDistribution over (B, T, V_ext).
+    attention: Attention with word (B, T, A, S) and agent (B, T, A).
+    states:    (B, T, H) decoder states s_t (used by the semantic cohesion loss, eq 18).
+    """
+
+    dist: CopyDistribution
+    attention: Attention
+    states: torch.Tensor
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax over ``mask``ed entries; a row with no entry gives zeros instead of NaN."""
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(scores, dim=dim) * mask
+
+
+class BiLSTMLayer(nn.Module):
+    """bLSTM over every agent's tokens in one call, followed by W[h_fwd, h_bwd] (eq 1-2, 3-5)."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size, batch_first=True, bidirectional=True)
+        self.proj = nn.Linear(2 * hidden_size, hidden_size, bias=False)  # W1 / W2
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """x: (N, S, D), lengths: (N,) >= 1 -> (N, S, H); padding rows are zero before projection."""
+        N, S, _ = x.shape
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (N, S, 2H)
+        return self.proj(out)
+
+
+class ContextualLayer(nn.Module):
+    """One communication round: f(h, z) of eq (7) feeds a bLSTM (eq 3-5)."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        H = hidden_size
+        self.w3 = nn.Linear(H, H, bias=False)
+        self.w4 = nn.Linear(H, H, bias=False)
+        self.v1 = nn.Linear(H, H, bias=False)  # v1 read as an H x H matrix, see module docstring
+        self.blstm = BiLSTMLayer(H, H)
+
+    def forward(self, h: torch.Tensor, message: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """h: (B, A, S, H), message: (B, A, H), lengths: (B*A,) -> (B, A, S, H)."""
+        B, A, S, H = h.shape
+        f = self.v1(torch.tanh(self.w3(h) + self.w4(message).unsqueeze(2)))  # eq (7), (B, A, S, H)
+        return self.blstm(f.reshape(B * A, S, H), lengths).view(B, A, S, H)
+
+
+class DCA(nn.Module):
+    def __init__(self, config: DCAConfig):
+        super().__init__()
+        self.config = config
+        V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
+        self.vocab_size = V
+        self.embedding = nn.Embedding(V, E, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(config.dropout)
+        # Encoder (section 2.1); parameters are shared by all agents.
+        self.local = BiLSTMLayer(E, H)  # eq (1)-(2)
+        self.contextual = nn.ModuleList(ContextualLayer(H) for _ in range(config.contextual_layers))
+        # Decoder (section 2.2).
+        self.decoder = nn.LSTM(E, H, batch_first=True)
+        self.w5 = nn.Linear(H, H, bias=False)  # eq (8)
+        self.w6 = nn.Linear(H, H, bias=True)  # eq (8), bias is b1
+        self.v2 = nn.Linear(H, 1, bias=False)
+        self.w7 = nn.Linear(H, H, bias=False)  # eq (10)
+        self.w8 = nn.Linear(H, H, bias=True)  # eq (10), bias is b2
+        self.v3 = nn.Linear(H, 1, bias=False)
+        n_in = 3 * H if config.contextual_agent_attention else 2 * H
+        self.out_hidden = nn.Linear(n_in, H)  # MLP of eq (12)/(13)
+        self.out_vocab = nn.Linear(H, V)
+        if config.pointer != "none":  # eq (14): v5, v6, v7 and the scalar b
+            self.gen_context = nn.Linear(H, 1, bias=True)
+            self.gen_state = nn.Linear(H, 1, bias=False)
+            self.gen_input = nn.Linear(E, 1, bias=False)
+
+    # ----------------------------------------------------------------------------------- encoder
+    def encode(self, batch: Batch) -> EncoderOutput:
+        src = batch.src_ids
+        B, A, S = src.shape
+        lengths = batch.src_lengths.reshape(B * A).clamp_min(1)  # empty agents run over one PAD, then are masked
+        agent_mask = batch.agent_mask  # (B, A)
+        last = (batch.src_lengths - 1).clamp_min(0)  # (B, A) index of the last real token
+
+        x = self.dropout(self.embedding(src.reshape(B * A, S)))  # (B*A, S, E)
+        h = self.local(x, lengths).view(B, A, S, -1)  # h^(1), eq (1)-(2)
+        for layer in self.contextual:
+            message = self._message(h, last, agent_mask)  # z^(k), eq (6)
+            h = layer(self.dropout(h), message, lengths)  # h^(k+1), eq (3)-(5), (7)
+        H = h.size(-1)
+        keys = self.w5(h)  # W5 h of eq (8), once per document
+        final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2)  # (B, A, H)
+        return EncoderOutput(
+            states=h,
+            keys=keys,
+            mask=batch.src_mask,
+            agent_mask=agent_mask,
+            src_ext_ids=batch.src_ext_ids.reshape(B, A * S),
+            init_hidden=final[:, 0],  # s_0 = h^(K)_{1,I}
+            n_ext=self.vocab_size + batch.max_oov,
+        )
+
+    def _message(self, h: torch.Tensor, last: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
+        """Eq (6): z_a = mean of the other agents' last hidden states. (B, A, S, H) -> (B, A, H)."""
+        B, A, S, H = h.shape
+        if not self.config.communication or A == 1:
+            return h.new_zeros(B, A, H)
+        final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2)  # (B, A, H)
+        final = final * agent_mask.unsqueeze(-1)
+        others = final.sum(1, keepdim=True) - final  # sum over m != a
+        n_others = (agent_mask.sum(1, keepdim=True) - agent_mask.long()).clamp_min(1)  # (B, A)
+        return others / n_others.unsqueeze(-1)
+
+    # ----------------------------------------------------------------------------------- decoder
+    def init_state(self, enc: EncoderOutput) -> DecoderState:
+        h0 = enc.init_hidden.unsqueeze(0).contiguous()  # (1, B, H)
+        return DecoderState(hidden=h0, cell=torch.zeros_like(h0), context=torch.zeros_like(enc.init_hidden))
+
+    def _attend(self, enc: EncoderOutput, s: torch.Tensor, y: torch.Tensor, prev_context: torch.Tensor | None):
+        """Eq (8)-(16) for decoder states s: (B, T, H) and inputs y: (B, T, E).
+
+        prev_context: (B, 1, H) c*_{t-1} for a single step, or None in teacher forcing, where it is
+        c* shifted by one step (c*_t does not depend on c*_{t-1}, so all steps run at once).
+        """
+        B, T, H = s.shape
+        _, A, S, _ = enc.states.shape
+        # eq (8): l^t_a = softmax_i(v2^T tanh(W5 h_{a,i} + W6 s_t + b1))
+        query = self.w6(s).view(B, T, 1, 1, H)
+        scores = self.v2(torch.tanh(enc.keys.unsqueeze(1) + query)).squeeze(-1)  # (B, T, A, S)
+        word_attn = masked_softmax(scores, enc.mask.unsqueeze(1))
+        # eq (9): c^t_a = sum_i l^t_{a,i} h_{a,i}
+        context = torch.einsum("btas,bash->btah", word_attn, enc.states)  # (B, T, A, H)
+        # eq (10): g^t = softmax_a(v3^T tanh(W7 c^t_a + W8 s_t + b2))
+        agent_scores = self.v3(torch.tanh(self.w7(context) + self.w8(s).unsqueeze(2))).squeeze(-1)  # (B, T, A)
+        agent_attn = masked_softmax(agent_scores, enc.agent_mask.unsqueeze(1))
+        # eq (11): c*_t = sum_a g^t_a c^t_a
+        agent_context = torch.einsum("bta,btah->bth", agent_attn, context)  # (B, T, H)
+        # eq (12) / (13)
+        features = [s, agent_context]
+        if self.config.contextual_agent_attention:
+            if prev_context is None:
+                prev_context = F.pad(agent_context, (0, 0, 1, 0))[:, :-1]  # c*_{t-1}, c*_0 = 0
+            features.append(prev_context)
+        hidden = torch.tanh(self.out_hidden(self.dropout(torch.cat(features, dim=-1))))
+        logits = self.out_vocab(hidden)  # (B, T, V)
+
+        gen_weight = copy_weight = None
+        pointer = self.config.pointer
+        if pointer == "multi":
+            # eq (14): p^t_a = sigma(v5 c^t_a + v6 s_t + v7 y_t + b), one per agent
+            p = torch.sigmoid(self.gen_context(context).squeeze(-1)
+                              + (self.gen_state(s) + self.gen_input(y)))  # (B, T, A)
+            # eq (15)-(16): P = sum_a g_a (p_a P_voc + (1 - p_a) u_a)
+            gen_weight = (agent_attn * p).sum(-1)  # (B, T)
+            copy_weight = ((agent_attn * (1 - p)).unsqueeze(-1) * word_attn).reshape(B, T, A * S)
+        elif pointer == "single":
+            # See et al. (2017): one p_gen from c*_t, and the copy distribution is the cascaded
+            # attention g_a l_{a,i} over the whole document.
+            p = torch.sigmoid(self.gen_context(agent_context) + self.gen_state(s) + self.gen_input(y)).squeeze(-1)
+            gen_weight = p
+            copy_weight = ((1 - p).view(B, T, 1, 1) * agent_attn.unsqueeze(-1) * word_attn).reshape(B, T, A * S)
+        dist = CopyDistribution(logits, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext)
+        return dist, Attention(word_attn, agent_attn), agent_context
+
+    def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:
+        """Embed decoder inputs; extended (copied OOV) ids are read as UNK."""
+        return self.dropout(self.embedding(ids.masked_fill(ids >= self.vocab_size, UNK_ID)))
+
+    def forward(self, batch: Batch, enc: EncoderOutput | None = None) -> DecoderOutput:
+        """Teacher-forced distributions for every target step of ``batch``."""
+        if batch.tgt_in is None:
+            raise ValueError("forward needs a batch with targets; use encode/step to decode")
+        enc = self.encode(batch) if enc is None else enc
+        state = self.init_state(enc)
+        y = self.input_embedding(batch.tgt_in)  # (B, T, E)
+        # The decoder LSTM reads only the previous words, so all T steps run in one call.
+        s, _ = self.decoder(y, (state.hidden, state.cell))  # (B, T, H)
+        dist, attention, _ = self._attend(enc, s, y, None)
+        return DecoderOutput(dist, attention, s)
+
+    def step(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
+        """One decoding step. input_ids: (N,) previous words (extended ids).
+
+        Returns log-probabilities (N, V_ext), the new state and the step's attention
+        (word (N, A, S), agent (N, A)).
+        """
+        dist, state, attention, _ = self.step_distribution(enc, state, input_ids)
+        return dist.log_probs().squeeze(1), state, Attention(attention.word.squeeze(1), attention.agent.squeeze(1))
+
+    def step_distribution(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
+        """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
+        (N, 1, ...) and the decoder state s_t (N, H); used by sampling-based objectives."""
+        y = self.input_embedding(input_ids).unsqueeze(1)  # (N, 1, E)
+        s, (hidden, cell) = self.decoder(y, (state.hidden, state.cell))  # (N, 1, H)
+        dist, attention, context = self._attend(enc, s, y, state.context.unsqueeze(1))
+        return dist, DecoderState(hidden, cell, context.squeeze(1)), attention, s.squeeze(1)
+
+    def target_ids(self, tgt_out: torch.Tensor) -> torch.Tensor:
+        """Without a pointer a copied word cannot be produced: its target becomes UNK."""
+        if self.config.pointer == "none":
+            return tgt_out.masked_fill(tgt_out >= self.vocab_size, UNK_ID)
+        return tgt_out
+
+    def config_dict(self) -> dict:
+        return asdict(self.config)

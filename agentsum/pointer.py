@@ -1,0 +1,81 @@
+"""The copy mechanism: the one place where vocabulary and copy probabilities are mixed.
+
+Every pointer-generator in the package (DCA's single and multi-agent pointers, eq 14-16, and the
+Transformer pointer-generator) reduces to the same mixture over the extended vocabulary:
+
+    P(w) = gen_weight * P_voc(w) + sum_{j : src_ext[j] = w} copy_weight[j]
+
+with ``gen_weight + sum_j copy_weight[j] = 1``. For DCA's multi-agent pointer (eq 15-16),
+``gen_weight = sum_a g_a p_a`` and ``copy_weight[a, i] = g_a (1 - p_a) l_{a,i}``; for a single
+pointer (See et al., 2017) ``gen_weight = p`` and ``copy_weight[a, i] = (1 - p) g_a l_{a,i}``.
+
+Models return a :class:`CopyDistribution`; search asks it for the full extended distribution and
+training asks only for the probability of the target, which avoids building a (B, T, V_ext) tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+# Probabilities are clamped here before the log so an impossible word gets a large finite
+# negative log-probability (about -87) instead of -inf, and no NaN reaches the gradient.
+_TINY = 1e-38
+
+
+@dataclass
+class CopyDistribution:
+    """A distribution over the extended vocabulary for every decoding position.
+
+    Attributes:
+        vocab_logits: (..., V) unnormalised scores of the generator.
+        gen_weight:   (...,) probability of generating from the vocabulary, or None (no copying).
+        copy_weight:  (..., L) probability of copying each source position, or None.
+        src_ext_ids:  (B, L) extended ids of the source positions; the leading dim of the other
+                      fields is B, and any dims between B and L broadcast.
+        n_ext:        V_ext, the size of the extended vocabulary.
+    """
+
+    vocab_logits: torch.Tensor
+    gen_weight: torch.Tensor | None
+    copy_weight: torch.Tensor | None
+    src_ext_ids: torch.Tensor
+    n_ext: int
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocab_logits.size(-1)
+
+    def _source_ids(self, like: torch.Tensor) -> torch.Tensor:
+        """src_ext_ids broadcast to the shape of ``like`` (..., L)."""
+        B, L = self.src_ext_ids.shape
+        view = self.src_ext_ids.view(B, *([1] * (like.dim() - 2)), L)
+        return view.expand_as(like)
+
+    def log_probs(self) -> torch.Tensor:
+        """(..., V_ext) log-probabilities over the extended vocabulary."""
+        if self.copy_weight is None:
+            log_p = F.log_softmax(self.vocab_logits, dim=-1)
+            if self.n_ext > self.vocab_size:  # no copying: OOV words are impossible
+                pad = log_p.new_full((*log_p.shape[:-1], self.n_ext - self.vocab_size), torch.log(torch.tensor(_TINY)).item())
+                log_p = torch.cat([log_p, pad], dim=-1)
+            return log_p
+        probs = self.gen_weight.unsqueeze(-1) * F.softmax(self.vocab_logits, dim=-1)
+        if self.n_ext > self.vocab_size:
+            probs = F.pad(probs, (0, self.n_ext - self.vocab_size))
+        probs = probs.scatter_add(-1, self._source_ids(self.copy_weight), self.copy_weight)
+        return probs.clamp_min(_TINY).log()
+
+    def log_prob(self, target: torch.Tensor) -> torch.Tensor:
+        """(...,) log-probability of ``target`` (..., extended ids), without the full distribution."""
+        V = self.vocab_size
+        in_vocab = target < V
+        log_p_vocab = F.log_softmax(self.vocab_logits, dim=-1).gather(-1, target.clamp_max(V - 1).unsqueeze(-1)).squeeze(-1)
+        if self.copy_weight is None:
+            return torch.where(in_vocab, log_p_vocab, torch.full_like(log_p_vocab, torch.log(torch.tensor(_TINY)).item()))
+        p_gen = torch.where(in_vocab, self.gen_weight * log_p_vocab.exp(), torch.zeros_like(log_p_vocab))
+        hits = self._source_ids(self.copy_weight) == target.unsqueeze(-1)
+        p_copy = (self.copy_weight * hits).sum(-1)
+        return (p_gen + p_copy).clamp_min(_TINY).log()

@@ -1,0 +1,223 @@
+"""The DCA model, equation by equation, with a tiny configuration."""
+
+import itertools
+
+import pytest
+import torch
+
+from agentsum.batch import make_batch
+from agentsum.models.dca import DCA, DCAConfig, masked_softmax
+from agentsum.objectives import MLE
+from agentsum.vocab import BOS_ID, Vocabulary
+
+WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw".split()
+VOCAB = Vocabulary.build([WORDS])
+V = len(VOCAB)
+
+# Three documents of three agents; "zorp" and "quux" are OOV, one agent of doc 3 is empty.
+DOCS = [
+    [["the", "cat", "sat", "on", "the", "mat", "."], ["the", "dog", "ran", "zorp", "."], ["a", "big", "red", "house", "."]],
+    [["a", "dog", "."], ["the", "cat", "saw", "a", "tree", "quux", "."], ["small", "blue", "mat", "."]],
+    [["big", "tree", "."], ["the", "cat", "ran", "."], []],
+]
+SUMMARIES = [["the", "dog", "zorp", "sat", "."], ["quux", "saw", "a", "cat", "."], ["the", "tree", "."]]
+
+CONFIGS = [dict(pointer=p, contextual_agent_attention=caa, communication=comm)
+           for p, caa, comm in itertools.product(("none", "single", "multi"), (False, True), (False, True))]
+
+
+def tiny_model(seed=0, **kw) -> DCA:
+    torch.manual_seed(seed)
+    return DCA(DCAConfig(vocab_size=V, embedding_size=8, hidden_size=12, **kw)).eval()
+
+
+def batch_of(indices, summaries=True):
+    return make_batch([DOCS[i] for i in indices], VOCAB, summaries=[SUMMARIES[i] for i in indices] if summaries else None)
+
+
+def test_encoder_and_decoder_shapes():
+    model = tiny_model()
+    batch = batch_of([0, 1, 2])
+    B, A, S = batch.src_ids.shape
+    enc = model.encode(batch)
+    assert enc.states.shape == (B, A, S, 12) and enc.keys.shape == (B, A, S, 12)
+    assert enc.src_ext_ids.shape == (B, A * S) and enc.init_hidden.shape == (B, 12)
+    assert enc.n_ext == V + 1  # one OOV word per document at most
+    out = model(batch)
+    T = batch.tgt_in.size(1)
+    assert out.dist.log_probs().shape == (B, T, V + 1)
+    assert out.attention.word.shape == (B, T, A, S) and out.attention.agent.shape == (B, T, A)
+    assert out.states.shape == (B, T, 12)
+    state = model.init_state(enc)
+    log_probs, state, attn = model.step(enc, state, torch.full((B,), BOS_ID))
+    assert log_probs.shape == (B, V + 1) and attn.word.shape == (B, A, S) and attn.agent.shape == (B, A)
+    assert state.hidden.shape == (1, B, 12) and state.context.shape == (B, 12)
+
+
+def test_local_and_contextual_layers_project_back_to_hidden_size():
+    model = tiny_model()
+    x = torch.randn(4, 7, 8)
+    assert model.local(x, torch.tensor([7, 3, 1, 5])).shape == (4, 7, 12)
+    h = torch.randn(2, 2, 7, 12)
+    assert model.contextual[0](h, torch.randn(2, 2, 12), torch.tensor([7, 3, 1, 5])).shape == (2, 2, 7, 12)
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=str)
+def test_distribution_sums_to_one_and_masks_padding(kw):
+    model = tiny_model(**kw)
+    batch = batch_of([0, 1, 2])
+    out = model(batch)
+    probs = out.dist.log_probs().exp()
+    assert torch.allclose(probs.sum(-1), torch.ones(probs.shape[:2]), atol=1e-5)
+    word = out.attention.word
+    assert torch.all(word.masked_select(~batch.src_mask.unsqueeze(1).expand_as(word)) == 0)
+    assert torch.allclose(out.attention.agent.sum(-1), torch.ones(word.shape[:2]), atol=1e-6)
+    assert torch.all(out.attention.agent[2, :, 2] == 0)  # doc 3's empty agent gets no attention
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=str)
+def test_log_prob_of_target_equals_full_distribution(kw):
+    model = tiny_model(**kw)
+    batch = batch_of([0, 1, 2])
+    out = model(batch)
+    target = model.target_ids(batch.tgt_out)
+    full = out.dist.log_probs().gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(out.dist.log_prob(target), full, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=str)
+def test_batch_loss_is_sum_of_single_example_losses(kw):
+    """OpenNMT-py 3.5.1's copy attention fails exactly this when a batch holds more than one example."""
+    model = tiny_model(**kw)
+    _, stats = MLE()(model, batch_of([0, 1, 2]))
+    singles = sum(MLE()(model, batch_of([i]))[1]["nll_sum"] for i in range(3))
+    assert stats["nll_sum"] == pytest.approx(singles, rel=1e-5)
+
+
+def test_padding_does_not_change_outputs():
+    model = tiny_model(pointer="multi", contextual_agent_attention=True)
+    alone = model(batch_of([2]))
+    padded = model(batch_of([2, 0, 1]))  # doc 3 is the shortest: padded in S and T
+    T = alone.states.size(1)
+    S = alone.attention.word.size(-1)
+    assert torch.allclose(alone.states[0], padded.states[0, :T], atol=1e-5)
+    assert torch.allclose(alone.attention.word[0], padded.attention.word[0, :T, :, :S], atol=1e-5)
+    lp_alone = alone.dist.log_prob(batch_of([2]).tgt_out)[0]
+    lp_padded = padded.dist.log_prob(batch_of([2, 0, 1]).tgt_out)[0, :T]
+    assert torch.allclose(lp_alone, lp_padded, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=str)
+def test_step_by_step_decoding_equals_teacher_forcing(kw):
+    model = tiny_model(**kw)
+    batch = batch_of([0, 1, 2])
+    forced = model(batch).dist.log_probs()
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    for t in range(batch.tgt_in.size(1)):
+        log_probs, state, _ = model.step(enc, state, batch.tgt_in[:, t])
+        assert torch.allclose(log_probs, forced[:, t], atol=1e-5), f"step {t}"
+
+
+def test_step_reads_extended_ids_as_unk():
+    model = tiny_model()
+    batch = batch_of([0])
+    enc = model.encode(batch)
+    a, _, _ = model.step(enc, model.init_state(enc), torch.tensor([V]))  # the copied OOV "zorp"
+    b, _, _ = model.step(enc, model.init_state(enc), torch.tensor([VOCAB.id("<unk>")]))
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("pointer", ["single", "multi"])
+def test_copy_puts_mass_on_source_oov_word(pointer):
+    model = tiny_model(pointer=pointer)
+    batch = batch_of([0])
+    assert batch.oov_words[0] == ["zorp"]
+    probs = model(batch).dist.log_probs().exp()
+    assert torch.all(probs[0, :, V] > 1e-4)  # zorp, copied from agent 2
+    # An extended id that no document holds gets nothing.
+    assert torch.allclose(model(batch_of([0, 1])).dist.log_probs().exp()[0, :, V + 1:].sum(), torch.tensor(0.0), atol=1e-30)
+
+
+def test_multi_pointer_is_agent_weighted_mixture_eq_15_16():
+    model = tiny_model(pointer="multi")
+    batch = batch_of([0])
+    out = model(batch)
+    d = out.dist
+    # Rebuild eq (16) from its parts: sum_a g_a (p_a P_voc + (1-p_a) u_a).
+    enc = model.encode(batch)
+    y = model.input_embedding(batch.tgt_in)
+    s = out.states
+    word, agent = out.attention.word, out.attention.agent
+    context = torch.einsum("btas,bash->btah", word, enc.states)
+    p = torch.sigmoid(model.gen_context(context).squeeze(-1) + model.gen_state(s) + model.gen_input(y))
+    p_voc = torch.softmax(d.vocab_logits, -1)
+    B, T, A, S = word.shape
+    expected = torch.zeros(B, T, d.n_ext)
+    for a in range(A):
+        u = torch.zeros(B, T, d.n_ext).scatter_add(-1, batch.src_ext_ids[:, a].unsqueeze(1).expand(B, T, S), word[:, :, a])
+        expected += agent[:, :, a, None] * (p[:, :, a, None] * torch.nn.functional.pad(p_voc, (0, d.n_ext - V)) + (1 - p[:, :, a, None]) * u)
+    assert torch.allclose(d.log_probs().exp(), expected, atol=1e-6)
+
+
+def test_message_is_mean_of_other_agents_eq_6():
+    model = tiny_model(communication=True)
+    torch.manual_seed(1)
+    h = torch.randn(2, 3, 5, 12)
+    last = torch.tensor([[4, 2, 0], [1, 3, 4]])
+    agents = torch.ones(2, 3, dtype=torch.bool)
+    z = model._message(h, last, agents)
+    for b in range(2):
+        finals = [h[b, a, last[b, a]] for a in range(3)]
+        for a in range(3):
+            explicit = sum(finals[m] for m in range(3) if m != a) / 2
+            assert torch.allclose(z[b, a], explicit, atol=1e-6)
+    # An agent without text sends nothing: the others average over the agents that have text.
+    agents[0, 2] = False
+    z = model._message(h, last, agents)
+    assert torch.allclose(z[0, 0], h[0, 1, 2], atol=1e-6)
+    assert torch.allclose(z[0, 2], (h[0, 0, 4] + h[0, 1, 2]) / 2, atol=1e-6)
+
+
+def _agent1_encoding(model, second_agent):
+    doc = [DOCS[0][0], second_agent, DOCS[0][2]]
+    batch = make_batch([doc], VOCAB)
+    return model.encode(batch).states[0, 0, : len(doc[0])]
+
+
+def test_communication_switch():
+    other = ["a", "small", "blue", "tree", "saw", "the", "dog", "."]
+    silent = tiny_model(communication=False)
+    assert torch.allclose(_agent1_encoding(silent, DOCS[0][1]), _agent1_encoding(silent, other), atol=1e-6)
+    talking = tiny_model(communication=True)
+    with torch.no_grad():  # make messages count at random initialisation
+        for layer in talking.contextual:
+            layer.w4.weight.normal_(std=1.0)
+    diff = (_agent1_encoding(talking, DOCS[0][1]) - _agent1_encoding(talking, other)).abs().max()
+    assert diff > 1e-3
+
+
+def test_contextual_agent_attention_uses_previous_context():
+    model = tiny_model(contextual_agent_attention=True)
+    batch = batch_of([0])
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    a, _, _ = model.step(enc, state, torch.tensor([BOS_ID]))
+    state.context = torch.randn_like(state.context)
+    b, _, _ = model.step(enc, state, torch.tensor([BOS_ID]))
+    assert not torch.allclose(a, b)
+
+
+def test_masked_softmax_of_empty_row_is_zero():
+    out = masked_softmax(torch.randn(2, 3), torch.tensor([[True, False, True], [False, False, False]]))
+    assert torch.allclose(out[0].sum(), torch.tensor(1.0)) and out[0, 1] == 0
+    assert torch.all(out[1] == 0)
+
+
+@pytest.mark.parametrize("kw", [dict(pointer="multi", contextual_agent_attention=True), dict(pointer="single")], ids=str)
+def test_gradients_reach_every_parameter(kw):
+    model = tiny_model(**kw).train()
+    loss, _ = MLE()(model, batch_of([0, 1, 2]))
+    loss.backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.any(p.grad != 0)]
+    assert missing == []
