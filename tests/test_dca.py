@@ -194,7 +194,7 @@ def test_communication_switch():
         for layer in talking.contextual:
             layer.w4.weight.normal_(std=1.0)
     diff = (_agent1_encoding(talking, DOCS[0][1]) - _agent1_encoding(talking, other)).abs().max()
-    assert diff > 1e-3
+    assert diff > 1e-4  # while without communication the difference is float noise (< 1e-6)
 
 
 def test_contextual_agent_attention_uses_previous_context():
