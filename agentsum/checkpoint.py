@@ -1,0 +1,65 @@
+"""Checkpoints: written atomically, read with ``weights_only=True`` (no pickled code runs).
+
+A checkpoint is a dict of tensors and plain Python values: ``model`` and ``optimizer`` state dicts,
+``config`` (the full run configuration), ``vocab`` (the token list), ``step``, ``metrics`` and the
+RNG states needed to resume.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from agentsum.config import Config
+from agentsum.models import build_model
+from agentsum.vocab import Vocabulary
+
+
+class CheckpointError(ValueError):
+    pass
+
+
+def save_checkpoint(state: dict, path: str | Path) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} not found")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated file, foreign format, pickled objects
+        raise CheckpointError(f"{path} is not a readable agentsum checkpoint: {type(e).__name__}: {e}") from None
+    missing = {"model", "config", "vocab"} - set(state) if isinstance(state, dict) else {"model", "config", "vocab"}
+    if missing:
+        raise CheckpointError(f"{path} is not an agentsum checkpoint (missing {sorted(missing)})")
+    return state
+
+
+def load_model(path: str | Path, device: str | torch.device = "cpu"):
+    """(model in eval mode, vocabulary, config, raw checkpoint dict) from a checkpoint file."""
+    state = read_checkpoint(path)
+    config = Config.from_dict(state["config"], f"{path}: config")
+    vocab = Vocabulary(state["vocab"])
+    model = build_model(config.model, len(vocab))
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: weights do not match its configuration and vocabulary ({len(vocab)} words): {e}") from None
+    return model.to(device).eval(), vocab, config, state

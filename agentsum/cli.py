@@ -1,0 +1,200 @@
+"""Command line: ``agentsum train | summarize | evaluate | lead3``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from agentsum.config import ConfigError, load_config, preset_names
+
+EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
+               "directory of them, or hf:cnn_dailymail:3.0.0:test (needs `pip install agentsum[hf]` and a network).")
+
+
+def _add_search_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("search (defaults: the checkpoint's config)")
+    g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
+    g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
+    g.add_argument("--max-length", type=int, help="at most this many tokens (paper: 110)")
+    g.add_argument("--no-block-trigrams", action="store_true", help="allow a trigram to be generated twice")
+    g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
+    g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
+
+
+def _search_config(args, config):
+    changes = {}
+    if args.beam is not None:
+        changes["beam_size"] = args.beam
+    if args.min_length is not None:
+        changes["min_length"] = args.min_length
+    if args.max_length is not None:
+        changes["max_length"] = args.max_length
+    if args.no_block_trigrams:
+        changes["block_trigrams"] = False
+    if args.no_unk_replace:
+        changes["unk_replace"] = False
+    return dataclasses.replace(config.search, **changes)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentsum", description="Deep Communicating Agents summarization toolkit.")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a model from a YAML config or preset",
+                       description="Train a summarizer. Checkpoints go to RUN_DIR/checkpoints/{best,last}.pt.",
+                       epilog=f"Presets: {', '.join(preset_names())}.")
+    p.add_argument("--config", required=True, help="preset name (e.g. m5, demo) or path to a YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one config key, e.g. --set train.max_minutes=10 (repeatable)")
+    p.add_argument("--run-dir", help="output directory (overrides train.run_dir)")
+    p.add_argument("--resume", metavar="CKPT", help="continue a run from its checkpoint (model, optimizer, step, RNG)")
+    p.add_argument("--init-from", metavar="CKPT", help="start from these weights and vocabulary, fresh optimizer")
+
+    p = sub.add_parser("summarize", help="summarize a text file or stdin",
+                       description="Summarize one article (a text file, or - for stdin), or every row of a "
+                                   ".jsonl file (one summary per output line).")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("input", nargs="?", default="-", help="FILE or - (default: stdin)")
+    p.add_argument("--field", default="article", help="article field for .jsonl input (default: article)")
+    _add_search_options(p)
+
+    p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
+                       description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
+                                   "rougeLsum), writing predictions.txt, predictions.jsonl and scores.json to --out.")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--data", required=True, metavar="DATA")
+    p.add_argument("--start", type=int, help="first row (0-based)")
+    p.add_argument("--end", type=int, help="row after the last")
+    p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
+    _add_search_options(p)
+
+    p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
+                       description="The first three sentences of each article as its summary, tokenized and scored "
+                                   "exactly like model outputs.")
+    p.add_argument("--data", required=True, metavar="DATA")
+    p.add_argument("--start", type=int)
+    p.add_argument("--end", type=int)
+    p.add_argument("--config", default=None, help="preset or YAML whose data section gives fields and casing")
+    p.add_argument("--out", help="output directory for predictions and scores.json")
+    return parser
+
+
+def cmd_train(args) -> int:
+    from agentsum.train import train
+
+    overrides = list(args.overrides)
+    if args.run_dir:
+        overrides.append(f"train.run_dir={args.run_dir}")
+    if args.threads:
+        overrides.append(f"train.threads={args.threads}")
+    config = load_config(args.config, overrides)
+    best = train(config, resume=args.resume, init_from=args.init_from)
+    print(best)
+    return 0
+
+
+def _progress(total: int, label: str):
+    started, done = time.perf_counter(), [0]
+
+    def update(n: int) -> None:
+        done[0] += n
+        rate = done[0] / max(time.perf_counter() - started, 1e-9)
+        print(f"\r{label}: {done[0]}/{total} documents, {rate:.2f} docs/s", end="", file=sys.stderr, flush=True)
+        if done[0] >= total:
+            print(file=sys.stderr)
+
+    return update
+
+
+def cmd_summarize(args) -> int:
+    from agentsum.checkpoint import load_model
+    from agentsum.corpus import Example, load_examples, read_text_file
+    from agentsum.dataset import prepare_all
+    from agentsum.evaluate import summarize_documents
+
+    model, vocab, config, _ = load_model(args.checkpoint)
+    if args.input.endswith(".jsonl"):
+        examples = load_examples(args.input, article_field=args.field, require_summary=False)
+    else:
+        examples = [Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)]
+    docs = prepare_all(examples, config.data, drop_empty=False)
+    for d in docs:
+        if not any(d.agents):
+            raise SystemExit(f"agentsum summarize: {d.id}: the article has no words to summarize")
+    for tokens in summarize_documents(model, vocab, docs, _search_config(args, config), args.batch_size):
+        print(" ".join(tokens))
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from agentsum.checkpoint import load_model
+    from agentsum.corpus import load_examples
+    from agentsum.dataset import prepare_all
+    from agentsum.evaluate import evaluate_model, write_results
+    from agentsum.rouge import format_rouge
+
+    model, vocab, config, _ = load_model(args.checkpoint)
+    d = config.data
+    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
+                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
+    docs = prepare_all(examples, d)
+    search_config = _search_config(args, config)
+    predictions, scores = evaluate_model(model, vocab, config, docs, search_config, args.batch_size,
+                                         _progress(len(docs), "decoding"))
+    out = Path(args.out) if args.out else Path(args.checkpoint).parent.parent / f"eval-{Path(args.data).stem}"
+    write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)
+    print(format_rouge(scores))
+    print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
+    return 0
+
+
+def cmd_lead3(args) -> int:
+    from agentsum.config import Config
+    from agentsum.corpus import load_examples
+    from agentsum.evaluate import lead3, write_results
+    from agentsum.rouge import format_rouge
+    from agentsum.text import join_sentences, summary_sentences
+
+    d = load_config(args.config).data if args.config else Config().data
+    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
+                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
+    from agentsum.rouge import rouge
+
+    predictions = [lead3(e, d.lowercase) for e in examples]
+    references = [join_sentences(summary_sentences(e.summary, lower=d.lowercase)) for e in examples]
+    scores = rouge(predictions, references)
+    if args.out:
+        write_results(args.out, predictions, references, [e.id for e in examples], scores)
+    print("Lead-3: " + format_rouge(scores))
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from agentsum.checkpoint import CheckpointError
+    from agentsum.corpus import DataError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, DataError, CheckpointError) as e:
+        print(f"agentsum {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"agentsum {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

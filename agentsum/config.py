@@ -1,0 +1,188 @@
+"""Run configuration: plain dataclasses filled from a YAML file (a preset name or a path).
+
+A YAML file has up to four sections, ``data``, ``model``, ``train`` and ``search``; every key it
+leaves out keeps the default below. ``--set section.key=value`` overrides one key from the command
+line (the value is parsed as YAML, so ``--set model.pointer=single`` and ``--set train.lr=1e-4``
+both work). Unknown keys are errors, so a typo never silently trains the wrong model.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentsum.search import SearchConfig
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class DataSource:
+    """A corpus: a JSONL file, a .story file or directory, or ``hf:NAME:CONFIG:SPLIT``; rows [start, end)."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+
+    @classmethod
+    def parse(cls, value: Any, where: str) -> "DataSource | None":
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            unknown = set(value) - {"path", "start", "end"}
+            if unknown or "path" not in value:
+                raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got keys {sorted(value)}")
+            return cls(**value)
+        raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got {value!r}")
+
+
+@dataclass
+class DataConfig:
+    train: DataSource | None = None
+    valid: DataSource | None = None
+    test: DataSource | None = None
+    article_field: str = "article"
+    summary_field: str = "summary"
+    id_field: str = "id"
+    lowercase: bool = True
+    agents: int = 3  # M; 1 is the single-agent baseline
+    max_article_tokens: int = 400  # paper: 400 or 800
+    agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M
+    max_summary_tokens: int = 100  # training targets (paper: 100)
+    vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
+    skip_bad: bool = False  # skip and count malformed corpus lines instead of stopping
+
+
+@dataclass
+class TrainConfig:
+    objective: str = "mle"
+    batch_size: int = 16
+    lr: float = 1e-3  # paper: 0.001 (Adam) for MLE
+    max_grad_norm: float = 2.0
+    max_steps: int = 200_000  # paper: 200,000 iterations
+    max_minutes: float | None = None  # stop (and checkpoint) after this much wall-clock training
+    valid_every: int = 500
+    log_every: int = 20
+    seed: int = 1
+    threads: int | None = None  # torch intra-op threads; None = torch's default
+    run_dir: str = "runs/default"
+    bucket_batches: int = 50  # batches per length-sorted bucket window (1 disables bucketing)
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: dict = field(default_factory=lambda: {"type": "dca"})
+    train: TrainConfig = field(default_factory=TrainConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict, where: str = "config") -> "Config":
+        raw = copy.deepcopy(raw or {})
+        unknown = set(raw) - {"data", "model", "train", "search"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown section(s) {sorted(unknown)}; expected data, model, train, search")
+        data_raw = dict(raw.get("data") or {})
+        for key in ("train", "valid", "test"):
+            data_raw[key] = DataSource.parse(data_raw.get(key), f"{where}: data.{key}")
+        model = {"type": "dca", **(raw.get("model") or {})}
+        return cls(
+            data=fill_dataclass(DataConfig, data_raw, f"{where}: data"),
+            model=model,
+            train=fill_dataclass(TrainConfig, raw.get("train") or {}, f"{where}: train"),
+            search=fill_dataclass(SearchConfig, raw.get("search") or {}, f"{where}: search"),
+        )
+
+
+def _coerce(value: Any, annotation: str, where: str) -> Any:
+    """Check a scalar against its field's annotation; YAML 1.1 reads ``1e-4`` as a string, so numbers
+    written that way are converted."""
+    if value is None:
+        if "None" in annotation:
+            return None
+        raise ConfigError(f"{where}: must not be empty")
+    base = annotation.split("|")[0].strip()
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if base in ("int", "float"):
+        if isinstance(value, bool):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        try:
+            number = float(value) if base == "float" else int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: expected {'a number' if base == 'float' else 'an integer'}, got {value!r}") from None
+        if base == "int" and isinstance(value, float) and value != int(value):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return number
+    if base == "str" and not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def fill_dataclass(kind, values: dict, where: str):
+    annotations = {f.name: str(f.type) for f in dataclasses.fields(kind)}
+    unknown = set(values) - set(annotations)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(annotations)}")
+    return kind(**{k: _coerce(v, annotations[k], f"{where}.{k}") for k, v in values.items()})
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("agentsum.configs").iterdir() if p.name.endswith(".yaml"))
+
+
+def read_yaml(name_or_path: str) -> tuple[dict, str]:
+    """Raw YAML of a preset name (``m5``) or a file path, and where it came from."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.exists():
+            raise ConfigError(f"config file {path} not found (presets: {', '.join(preset_names())})")
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    else:
+        resource = resources.files("agentsum.configs") / f"{name_or_path}.yaml"
+        if not resource.is_file():
+            raise ConfigError(f"no preset {name_or_path!r} and no such file (presets: {', '.join(preset_names())})")
+        text, where = resource.read_text(encoding="utf-8"), f"preset {name_or_path}"
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: invalid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping of sections")
+    return raw, where
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    """Apply ``section.key=value`` strings (value parsed as YAML)."""
+    raw = copy.deepcopy(raw)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or len(parts) != 2:
+            raise ConfigError(f"--set expects section.key=value, got {item!r}")
+        section, name = parts
+        raw.setdefault(section, {})
+        if raw[section] is None:
+            raw[section] = {}
+        raw[section][name] = yaml.safe_load(value)
+    return raw
+
+
+def load_config(name_or_path: str, overrides: list[str] | None = None) -> Config:
+    raw, where = read_yaml(name_or_path)
+    return Config.from_dict(apply_overrides(raw, overrides or []), where)

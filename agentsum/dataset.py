@@ -1,0 +1,113 @@
+"""From corpus examples to model batches: preprocessing, agent splitting and length-bucketed batching.
+
+Data flows one way: text -> sentences of tokens -> agent chunks -> ``Batch``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from agentsum.agents import default_agent_budget, split_among_agents
+from agentsum.batch import Batch, make_batch
+from agentsum.config import DataConfig
+from agentsum.corpus import Example
+from agentsum.text import article_sentences, join_sentences, summary_sentences
+from agentsum.vocab import Vocabulary
+
+
+@dataclass
+class Document:
+    """A preprocessed example.
+
+    agents:    A token lists (the article split among the agents, truncated).
+    summary:   target tokens, truncated to ``max_summary_tokens`` (empty when unknown).
+    reference: the whole tokenized reference, one sentence per line (for ROUGE).
+    """
+
+    id: str
+    agents: list[list[str]]
+    summary: list[str]
+    reference: str
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(a) for a in self.agents) + len(self.summary)
+
+
+def agent_budget(cfg: DataConfig) -> int:
+    return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
+
+
+def split_article(text: str, cfg: DataConfig) -> list[list[str]]:
+    """Article text -> ``cfg.agents`` token lists."""
+    sentences = article_sentences(text, lower=cfg.lowercase)
+    return split_among_agents(sentences, cfg.agents, agent_budget(cfg), cfg.max_article_tokens)
+
+
+def prepare(example: Example, cfg: DataConfig) -> Document:
+    summary = summary_sentences(example.summary, lower=cfg.lowercase) if example.summary else []
+    flat = [tok for sentence in summary for tok in sentence]
+    return Document(
+        id=example.id,
+        agents=split_article(example.article, cfg),
+        summary=flat[: cfg.max_summary_tokens],
+        reference=join_sentences(summary),
+    )
+
+
+def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: bool = True) -> list[Document]:
+    """Preprocess every example; documents whose article has no tokens are dropped (nothing to encode)."""
+    docs = [prepare(ex, cfg) for ex in examples]
+    return [d for d in docs if any(d.agents)] if drop_empty else docs
+
+
+def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = True) -> Batch:
+    return make_batch(
+        [d.agents for d in docs],
+        vocab,
+        summaries=[d.summary for d in docs] if with_targets else None,
+        references=[d.reference for d in docs],
+        ids=[d.id for d in docs],
+    )
+
+
+def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int, window: int = 50) -> list[list[int]]:
+    """Batches of document indices for one epoch, deterministic in (seed, epoch).
+
+    Documents are shuffled, then sorted by length inside windows of ``window`` batches so that a
+    batch holds documents of similar length (less padding), and the batches are shuffled again.
+    Every document appears exactly once per epoch.
+    """
+    rng = random.Random(seed * 100_003 + epoch)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    if window > 1:
+        span = batch_size * window
+        order = [i for s in range(0, len(order), span) for i in sorted(order[s : s + span], key=lambda j: lengths[j])]
+    batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def iterate_batches(docs: Sequence[Document], vocab: Vocabulary, batch_size: int, *, seed: int, start_step: int = 0,
+                    window: int = 50) -> Iterator[tuple[int, Batch]]:
+    """Endless (step, batch) stream over epochs, resumable at any step."""
+    lengths = [d.num_tokens for d in docs]
+    per_epoch = (len(docs) + batch_size - 1) // batch_size
+    step = start_step
+    while True:
+        epoch, offset = divmod(step, per_epoch)
+        for indices in epoch_order(lengths, batch_size, seed, epoch, window)[offset:]:
+            yield step, to_batch([docs[i] for i in indices], vocab)
+            step += 1
+
+
+def sorted_batches(docs: Sequence[Document], vocab: Vocabulary, batch_size: int,
+                   with_targets: bool = True) -> Iterator[tuple[list[int], Batch]]:
+    """Batches for evaluation, sorted by length for speed; yields the original indices too."""
+    order = sorted(range(len(docs)), key=lambda i: docs[i].num_tokens)
+    for s in range(0, len(order), batch_size):
+        idx = order[s : s + batch_size]
+        yield idx, to_batch([docs[i] for i in idx], vocab, with_targets)

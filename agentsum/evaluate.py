@@ -1,0 +1,71 @@
+"""Summarize documents with a trained model, score with ROUGE, and the Lead-3 baseline."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from agentsum.config import Config
+from agentsum.corpus import Example
+from agentsum.dataset import Document, sorted_batches
+from agentsum.rouge import rouge
+from agentsum.search import SearchConfig, search, to_words
+from agentsum.text import article_sentences, join_sentences, split_generated
+from agentsum.vocab import Vocabulary
+
+
+@torch.no_grad()
+def summarize_documents(model, vocab: Vocabulary, docs: Sequence[Document], search_config: SearchConfig,
+                        batch_size: int = 16, progress=None) -> list[list[str]]:
+    """Summary tokens for each document, in the order given."""
+    model.eval()
+    results: list[list[str]] = [[] for _ in docs]
+    for indices, batch in sorted_batches(docs, vocab, batch_size, with_targets=False):
+        hyps = search(model, batch, search_config)
+        words = to_words(hyps.tokens, hyps.copy_positions, batch, vocab, unk_replace=search_config.unk_replace)
+        for i, w in zip(indices, words):
+            results[i] = w
+        if progress is not None:
+            progress(len(indices))
+    return results
+
+
+def as_summary_text(tokens: list[str]) -> str:
+    """Generated tokens as text with one sentence per line (the rougeLsum format)."""
+    return join_sentences(split_generated(tokens))
+
+
+def lead3(example: Example, lowercase: bool = True) -> str:
+    """The first three sentences of the article, tokenized like every model output."""
+    return join_sentences(article_sentences(example.article, lower=lowercase)[:3])
+
+
+def write_results(out_dir: str | Path, predictions: Sequence[str], references: Sequence[str], ids: Sequence[str],
+                  scores: dict) -> None:
+    """predictions.txt (one summary per line, sentences separated by spaces), scores.json, and
+    predictions.jsonl with the sentence-split summaries and references."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "predictions.txt").open("w", encoding="utf-8") as f:
+        for p in predictions:
+            f.write(p.replace("\n", " ") + "\n")
+    with (out / "predictions.jsonl").open("w", encoding="utf-8") as f:
+        for i, p, r in zip(ids, predictions, references):
+            f.write(json.dumps({"id": i, "prediction": p, "reference": r}, ensure_ascii=False) + "\n")
+    (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+
+
+def evaluate_model(model, vocab: Vocabulary, config: Config, docs: Sequence[Document], search_config: SearchConfig,
+                   batch_size: int, progress=None) -> tuple[list[str], dict]:
+    started = time.perf_counter()
+    tokens = summarize_documents(model, vocab, docs, search_config, batch_size, progress)
+    seconds = time.perf_counter() - started
+    predictions = [as_summary_text(t) for t in tokens]
+    scores = rouge(predictions, [d.reference for d in docs])
+    scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
+                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
+    return predictions, scores

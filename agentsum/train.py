@@ -1,0 +1,201 @@
+"""The training loop: one loop for every model and objective.
+
+A run directory holds ``config.yaml``, ``vocab.txt``, ``metrics.jsonl`` (one JSON object per logged
+step or validation) and ``checkpoints/{last,best}.pt``. ``best`` is chosen by the lowest validation
+NLL per token (the paper's model selection for MLE models).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from agentsum.checkpoint import read_checkpoint, save_checkpoint
+from agentsum.config import Config, DataSource
+from agentsum.corpus import load_examples
+from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
+from agentsum.models import build_model
+from agentsum.objectives import MLE, build_objective
+from agentsum.vocab import Vocabulary
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_documents(source: DataSource, config: Config) -> list[Document]:
+    d = config.data
+    examples = load_examples(source.path, start=source.start, end=source.end, article_field=d.article_field,
+                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
+    return prepare_all(examples, d)
+
+
+def build_vocab(docs: list[Document], size: int) -> Vocabulary:
+    return Vocabulary.build(([t for chunk in d.agents for t in chunk] + d.summary for d in docs), max_size=size)
+
+
+@torch.no_grad()
+def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: int) -> float:
+    """Mean negative log-likelihood per target token over ``docs`` (eq 17, teacher forced)."""
+    model.eval()
+    objective, total, tokens = MLE(), 0.0, 0
+    for _, batch in sorted_batches(docs, vocab, batch_size):
+        _, stats = objective(model, batch)
+        total += stats["nll_sum"]
+        tokens += stats["tokens"]
+    model.train()
+    return total / max(tokens, 1)
+
+
+def _rng_state() -> dict:
+    return {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]), "python_pos": random.getstate()[2]}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate((3, tuple(state["python"]), state["python_pos"]))
+
+
+def _format_duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+class Trainer:
+    def __init__(self, config: Config, *, resume: str | None = None, init_from: str | None = None):
+        self.config = config
+        t = config.train
+        if t.threads:
+            torch.set_num_threads(t.threads)
+        torch.manual_seed(t.seed)
+        random.seed(t.seed)
+        self.run_dir = Path(t.run_dir)
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        if config.data.train is None:
+            raise ValueError("the configuration has no data.train corpus")
+
+        started = time.perf_counter()
+        self.train_docs = load_documents(config.data.train, config)
+        self.valid_docs = load_documents(config.data.valid, config) if config.data.valid else []
+        log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
+            f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
+
+        previous = read_checkpoint(resume or init_from) if (resume or init_from) else None
+        self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
+        self.model = build_model(config.model, len(self.vocab))
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
+        self.objective = build_objective(t.objective)
+        self.step = 0
+        self.best_valid = math.inf
+        if previous is not None:
+            self.model.load_state_dict(previous["model"])
+            if resume:
+                self.optimizer.load_state_dict(previous["optimizer"])
+                self.step = int(previous["step"])
+                self.best_valid = float(previous.get("best_valid", math.inf))
+                if "rng" in previous:
+                    _set_rng_state(previous["rng"])
+                log(f"resumed from {resume} at step {self.step}")
+            else:
+                log(f"initialised weights from {init_from}")
+        self.first_step = self.step
+        n_params = sum(p.numel() for p in self.model.parameters())
+        log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary {len(self.vocab)}")
+        (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+        (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
+        self.metrics = (self.run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+
+    def _state(self) -> dict:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "config": self.config.to_dict(),
+            "vocab": self.vocab.save(),
+            "step": self.step,
+            "best_valid": self.best_valid,
+            "selection": {"metric": "valid_nll", "value": self.best_valid},
+            "rng": _rng_state(),
+        }
+
+    def _record(self, **values) -> None:
+        self.metrics.write(json.dumps({"step": self.step, "time": time.time(), **values}) + "\n")
+        self.metrics.flush()
+
+    def validate_and_save(self) -> None:
+        if self.valid_docs:
+            nll = validation_nll(self.model, self.valid_docs, self.vocab, self.config.train.batch_size)
+            improved = nll < self.best_valid
+            self.best_valid = min(self.best_valid, nll)
+            log(f"step {self.step}: validation NLL {nll:.4f} per token (ppl {math.exp(min(nll, 50)):.1f})"
+                + (" — new best" if improved else f" (best {self.best_valid:.4f})"))
+            self._record(valid_nll=nll)
+        else:
+            improved = True
+        state = self._state()
+        save_checkpoint(state, self.ckpt_dir / "last.pt")
+        if improved:
+            save_checkpoint(state, self.ckpt_dir / "best.pt")
+
+    def run(self) -> Path:
+        t = self.config.train
+        started = time.perf_counter()
+        deadline = started + t.max_minutes * 60 if t.max_minutes else None
+        window_loss, window_tokens, window_steps, window_start = 0.0, 0, 0, time.perf_counter()
+        self.model.train()
+        batches = iterate_batches(self.train_docs, self.vocab, t.batch_size, seed=t.seed, start_step=self.step,
+                                  window=t.bucket_batches)
+        try:
+            while self.step < t.max_steps and (deadline is None or time.perf_counter() < deadline):
+                _, batch = next(batches)
+                loss, stats = self.objective(self.model, batch)
+                if not torch.isfinite(loss):
+                    log(f"step {self.step}: non-finite loss ({loss.item()}) on documents {batch.ids[:4]}...; batch skipped")
+                    self.step += 1
+                    continue
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
+                self.optimizer.step()
+                self.step += 1
+                window_loss += stats["loss"]
+                window_tokens += batch.num_source_tokens() + batch.num_target_tokens()
+                window_steps += 1
+                if self.step % t.log_every == 0:
+                    elapsed = time.perf_counter() - window_start
+                    rate = window_tokens / elapsed
+                    total = time.perf_counter() - started
+                    per_step = total / max(self.step - self.first_step, 1)
+                    remaining = (t.max_steps - self.step) * per_step
+                    if deadline is not None:
+                        remaining = min(remaining, deadline - time.perf_counter())
+                    log(f"step {self.step}/{t.max_steps}  loss {window_loss / window_steps:.4f}  "
+                        f"{rate:,.0f} tok/s  grad {float(grad_norm):.2f}  elapsed {_format_duration(total)}  "
+                        f"eta {_format_duration(remaining)}")
+                    self._record(loss=window_loss / window_steps, tokens_per_s=rate, grad_norm=float(grad_norm),
+                                 lr=self.optimizer.param_groups[0]["lr"])
+                    window_loss, window_tokens, window_steps, window_start = 0.0, 0, 0, time.perf_counter()
+                if self.step % t.valid_every == 0:
+                    self.validate_and_save()
+        except KeyboardInterrupt:
+            log(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
+            save_checkpoint(self._state(), self.ckpt_dir / "last.pt")
+            raise
+        if self.step % t.valid_every != 0 or self.step == 0:
+            self.validate_and_save()
+        log(f"done: {self.step} steps in {_format_duration(time.perf_counter() - started)}; "
+            f"best validation NLL {self.best_valid:.4f}; checkpoints in {self.ckpt_dir}")
+        self.metrics.close()
+        return self.ckpt_dir / "best.pt"
+
+
+def train(config: Config, *, resume: str | None = None, init_from: str | None = None) -> Path:
+    return Trainer(config, resume=resume, init_from=init_from).run()
