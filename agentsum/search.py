@@ -1,0 +1,570 @@
+"""Decoding strategies (greedy and beam search) kept apart from the model.
+
+Search talks to a model only through the small :class:`StepModel` protocol (``encode`` /
+``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the beam step is pure
+tensor math, n-gram blocking is a logits filter (:func:`block_repeated_ngrams`), and every strategy
+shares one signature ``strategy(model, batch, config) -> Hypotheses``. Decoding is batched over
+documents; the only Python loop inside decoding runs over time steps. Documents that have finished
+are dropped from the working rows (``enc.select`` / ``state.select``), so the decoder spends no
+time on them, and decoding stops as soon as every document has finished.
+
+Test-time tricks from DCA Appendix A.2 (following Paulus et al., 2018):
+
+* the decoder may not produce the same trigram twice (``SearchConfig.block_trigrams``);
+* every predicted UNK is replaced by its most likely origin, the source word with the largest
+  cascaded attention ``argmax_{a,i} l^t_{a,i} * g^t_a`` (eq 8, 10). Search records that flat source
+  position ``a * S + i`` for every output token (``Hypotheses.copy_positions``) and
+  :func:`to_words` performs the replacement.
+
+Scores: a hypothesis' score is ``sum of its log-probs / n_steps ** length_penalty`` where
+``n_steps`` counts the decoder steps that were scored, i.e. its tokens plus the EOS step when it
+ended with EOS (a hypothesis cut at ``max_length`` has no EOS step). ``length_penalty=1`` is the
+mean log-prob per step (See et al., 2017); ``0`` is the raw sum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, Self, runtime_checkable
+
+import torch
+
+from agentsum.batch import Batch
+from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+
+__all__ = [
+    "SearchConfig",
+    "StepModel",
+    "StepAttention",
+    "Selectable",
+    "Hypothesis",
+    "Hypotheses",
+    "block_repeated_ngrams",
+    "greedy_search",
+    "beam_search",
+    "search",
+    "to_words",
+]
+
+NEG_INF = float("-inf")
+
+
+# --------------------------------------------------------------------------------------------
+# Model interface
+# --------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Selectable(Protocol):
+    """Encoder output or decoder state: rows can be reordered / repeated along the document dim."""
+
+    def select(self, index: torch.Tensor) -> Self: ...
+
+
+class StepAttention(Protocol):
+    """Attention of one decoder step.
+
+    word:  (N, A, S) word attention ``l^t_{a,i}`` of every agent (eq 8), zeros on padding.
+    agent: (N, A) agent attention ``g^t_a`` (eq 10).
+    """
+
+    @property
+    def word(self) -> torch.Tensor: ...
+
+    @property
+    def agent(self) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class StepModel(Protocol):
+    """What search needs from a summarizer.
+
+    ``step(enc, state, input_ids)`` takes the previous token of every row as an extended-vocabulary
+    id (BOS at the first step; the model maps ids >= V to UNK itself) and returns
+    ``(log_probs (N, V + batch.max_oov), new_state, attention)``.
+    """
+
+    vocab_size: int
+
+    def encode(self, batch: Batch) -> Selectable: ...
+
+    def init_state(self, enc: Selectable) -> Selectable: ...
+
+    def step(
+        self, enc: Selectable, state: Selectable, input_ids: torch.Tensor
+    ) -> tuple[torch.Tensor, Selectable, StepAttention]: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration and results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SearchConfig:
+    """Decoding settings (defaults: DCA test time, beam 5, summaries of at most 110 tokens).
+
+    beam_size:       hypotheses kept per document; 1 selects greedy decoding in :func:`search`.
+    min_length:      EOS is forbidden until this many tokens have been produced.
+    max_length:      at most this many decoder steps (so at most this many output tokens).
+    block_trigrams:  forbid any token that would repeat a trigram of the hypothesis (Paulus et al.).
+    length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
+    unk_replace:     replace predicted UNKs by their cascaded-attention source word (``to_words``).
+    """
+
+    beam_size: int = 5
+    min_length: int = 0
+    max_length: int = 110
+    block_trigrams: bool = True
+    length_penalty: float = 1.0
+    unk_replace: bool = True
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
+        if self.max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {self.max_length}")
+        if not 0 <= self.min_length <= self.max_length:
+            raise ValueError(f"need 0 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
+
+
+@dataclass
+class Hypothesis:
+    """One decoded sequence.
+
+    tokens:          extended ids, without BOS and EOS.
+    score:           sum log-prob / n_steps ** length_penalty (see module docstring).
+    copy_positions:  per token, the flat source position a * S + i maximising l^t_{a,i} * g^t_a.
+    agent_attention: (len(tokens), A) agent attention g^t per token (CPU).
+    finished:        True if it ended with EOS, False if it was cut at max_length.
+    """
+
+    tokens: list[int]
+    score: float
+    copy_positions: list[int]
+    agent_attention: torch.Tensor
+    finished: bool
+
+
+@dataclass
+class Hypotheses:
+    """Search output for a batch: the best hypothesis of every document, plus the n-best lists.
+
+    tokens, scores, copy_positions, agent_attention: one entry per document, for its best
+    hypothesis (see :class:`Hypothesis` for their meaning).
+    n_best: per document, all returned hypotheses ordered by score, best first (greedy: one).
+    """
+
+    tokens: list[list[int]]
+    scores: list[float]
+    copy_positions: list[list[int]]
+    agent_attention: list[torch.Tensor]
+    n_best: list[list[Hypothesis]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def from_n_best(cls, n_best: list[list[Hypothesis]]) -> "Hypotheses":
+        best = [hyps[0] for hyps in n_best]
+        return cls(
+            tokens=[h.tokens for h in best],
+            scores=[h.score for h in best],
+            copy_positions=[h.copy_positions for h in best],
+            agent_attention=[h.agent_attention for h in best],
+            n_best=n_best,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Logits filters
+# --------------------------------------------------------------------------------------------
+
+
+def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int = 3) -> torch.Tensor:
+    """Forbid (-inf) every token that would complete an n-gram already present in the row's history.
+
+    Args:
+        log_probs: (N, V) scores of the next token (extended ids).
+        history:   (N, L) int64 tokens produced so far by every row (extended ids, no BOS).
+        n:         n-gram order (3: trigram blocking).
+
+    Returns a new tensor; rows with fewer than n - 1 tokens (all rows when L < n - 1) are unchanged.
+    Vectorised: the last n-1 tokens of each row are compared with every earlier (n-1)-gram, and -inf
+    is scattered onto the tokens that followed the matching ones.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    N, V = log_probs.shape
+    L = history.size(1)
+    if L < max(n - 1, 1):
+        return log_probs
+    history = history.to(log_probs.device)
+    following = history[:, n - 1 :]  # (N, L-n+1): the token after each earlier (n-1)-gram
+    if n == 1:
+        match = torch.ones_like(following, dtype=torch.bool)
+    else:
+        last = history[:, L - n + 1 :]  # (N, n-1)
+        grams = history.unfold(1, n - 1, 1)[:, : L - n + 1]  # (N, L-n+1, n-1)
+        match = (grams == last.unsqueeze(1)).all(dim=-1)
+    if following.numel() == 0:
+        return log_probs
+    # min-reduce -inf into the followers of matching (n-1)-grams, +inf (a no-op) elsewhere:
+    # one pass over log_probs, deterministic even when a token follows several (n-1)-grams.
+    src = torch.full(following.shape, float("inf"), dtype=log_probs.dtype, device=log_probs.device)
+    src.masked_fill_(match, NEG_INF)
+    return log_probs.scatter_reduce(1, following, src, reduce="amin")
+
+
+# --------------------------------------------------------------------------------------------
+# Shared step
+# --------------------------------------------------------------------------------------------
+
+
+def _check_model(model: StepModel) -> None:
+    for name in ("encode", "init_state", "step"):
+        if not callable(getattr(model, name, None)):
+            raise TypeError(f"model lacks {name}(); see agentsum.search.StepModel")
+
+
+def _scored_step(
+    model: StepModel,
+    enc: Selectable,
+    state: Selectable,
+    input_ids: torch.Tensor,
+    history: torch.Tensor,
+    t: int,
+    config: SearchConfig,
+    expected_width: int,
+) -> tuple[torch.Tensor, Selectable, torch.Tensor, torch.Tensor, bool]:
+    """One decoder step with the filters applied.
+
+    Returns (log_probs (N, V_ext) float32 with min_length / trigram constraints applied,
+    new state, copy positions (N,) int64, agent attention (N, A) float32, owned) where owned says
+    whether log_probs is a fresh tensor that may be modified in place.
+    """
+    log_probs, state, attn = model.step(enc, state, input_ids)
+    if log_probs.size(-1) != expected_width:
+        raise ValueError(
+            f"model.step returned {log_probs.size(-1)} scores per row, expected vocab_size + max_oov = {expected_width}"
+        )
+    owned = log_probs.dtype != torch.float32  # True once log_probs is our own copy
+    log_probs = log_probs.float()
+    if t < config.min_length:
+        if not owned:
+            log_probs, owned = log_probs.clone(), True
+        log_probs[:, EOS_ID] = NEG_INF
+    if config.block_trigrams and t >= 2:
+        log_probs, owned = block_repeated_ngrams(log_probs, history[:, :t], n=3), True
+    agent = attn.agent.float()
+    cascaded = attn.word.float() * agent.unsqueeze(-1)  # (N, A, S): l^t_{a,i} * g^t_a
+    copy_pos = cascaded.flatten(1).argmax(dim=-1)
+    return log_probs, state, copy_pos, agent, owned
+
+
+def _normalise(score_sum: torch.Tensor, n_steps: int, penalty: float) -> torch.Tensor:
+    """Summed log-probs of hypotheses scored over n_steps decoder steps -> final score."""
+    if penalty == 0:
+        return score_sum
+    return score_sum / max(n_steps, 1) ** penalty
+
+
+def _rows(docs: torch.Tensor, width: int) -> torch.Tensor:
+    """Row indices of the `width` consecutive rows of each of the given documents."""
+    return (docs.unsqueeze(1) * width + torch.arange(width, device=docs.device)).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Greedy search
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
+    """Pick the most probable token at every step (respects min_length, max_length, trigram blocking).
+
+    A row whose every token is forbidden (possible only with tiny vocabularies) ends with EOS
+    and a score of -inf.
+    """
+    config = config or SearchConfig(beam_size=1)
+    _check_model(model)
+    device = batch.src_ids.device
+    B, A, L = batch.batch_size, batch.n_agents, config.max_length
+    width = model.vocab_size + batch.max_oov
+
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    active = torch.arange(B, device=device)  # original document of every working row
+    input_ids = torch.full((B,), BOS_ID, dtype=torch.long, device=device)
+    sums = torch.zeros(B, device=device)
+    tok_buf = torch.full((B, L), PAD_ID, dtype=torch.long, device=device)
+    copy_buf = torch.zeros((B, L), dtype=torch.long, device=device)
+    attn_buf = torch.zeros((B, L, A), device=device)
+
+    out_tok = torch.full((B, L), PAD_ID, dtype=torch.long, device=device)
+    out_copy = torch.zeros((B, L), dtype=torch.long, device=device)
+    out_attn = torch.zeros((B, L, A), device=device)
+    out_len = torch.zeros(B, dtype=torch.long, device=device)
+    out_score = torch.full((B,), NEG_INF, device=device)
+    out_finished = torch.zeros(B, dtype=torch.bool, device=device)
+
+    for t in range(L):
+        log_probs, state, copy_pos, agent, _ = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width)
+        best_lp, tok = log_probs.max(dim=-1)
+        tok = tok.masked_fill(best_lp == NEG_INF, EOS_ID)
+        sums = sums + best_lp
+        tok_buf[:, t] = tok
+        copy_buf[:, t] = copy_pos
+        attn_buf[:, t] = agent
+
+        is_eos = tok == EOS_ID
+        ended = is_eos | (t == L - 1)
+        if bool(ended.any()):
+            docs = active[ended]
+            out_tok[docs] = tok_buf[ended]
+            out_copy[docs] = copy_buf[ended]
+            out_attn[docs] = attn_buf[ended]
+            out_len[docs] = torch.where(is_eos[ended], t, t + 1)
+            out_score[docs] = _normalise(sums[ended], t + 1, config.length_penalty)
+            out_finished[docs] = is_eos[ended]
+            keep = (~ended).nonzero(as_tuple=True)[0]
+            if keep.numel() == 0:
+                break
+            active, sums, tok, tok_buf, copy_buf, attn_buf = (
+                x.index_select(0, keep) for x in (active, sums, tok, tok_buf, copy_buf, attn_buf)
+            )
+            enc, state = enc.select(keep), state.select(keep)
+        input_ids = tok
+
+    n_best = []
+    out_len, out_score, out_finished = out_len.tolist(), out_score.tolist(), out_finished.tolist()
+    out_tok, out_copy, out_attn = out_tok.cpu(), out_copy.cpu(), out_attn.cpu()
+    for b in range(B):
+        n = out_len[b]
+        n_best.append(
+            [
+                Hypothesis(
+                    tokens=out_tok[b, :n].tolist(),
+                    score=out_score[b],
+                    copy_positions=out_copy[b, :n].tolist(),
+                    agent_attention=out_attn[b, :n].clone(),
+                    finished=out_finished[b],
+                )
+            ]
+        )
+    return Hypotheses.from_n_best(n_best)
+
+
+# --------------------------------------------------------------------------------------------
+# Beam search
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
+    """Batched beam search with a per-document pool of finished hypotheses.
+
+    Every step, each document's K = beam_size live hypotheses are expanded over the extended
+    vocabulary (after min_length and trigram blocking) and the top 2K of the K * V_ext candidates
+    are ranked. EOS candidates among the top K ranks enter the document's finished pool, which keeps
+    the best K by normalised score (a (B, K) tensor with its token / copy / attention buffers); the
+    best K non-EOS candidates continue (there are always at least K, since at most K candidates are
+    EOS). Hypothesis bookkeeping is reordered by backpointers with ``index_select``.
+
+    Stopping heuristic (the one of Hugging Face's ``early_stopping=False``): a document is done when
+    its pool is full and its best live hypothesis, normalised at its *current* length, does not beat
+    the pool's worst score. This is exact for ``length_penalty == 0`` (log-probs are <= 0, so a
+    live sum can only fall); with a positive penalty a live hypothesis could in principle still
+    climb by adding very likely tokens, which the heuristic ignores. A document whose live
+    hypotheses are all -inf is also done. At ``max_length`` the live hypotheses of unfinished
+    documents fill the empty slots of their pool (they never displace a finished hypothesis),
+    and the pool is re-sorted.
+
+    Finished documents are removed from the working rows; the loop stops when none is left.
+    """
+    config = config or SearchConfig()
+    _check_model(model)
+    device = batch.src_ids.device
+    B, A, L, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size
+    pen = config.length_penalty
+    width = model.vocab_size + batch.max_oov
+
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    expand = torch.arange(B, device=device).repeat_interleave(K)
+    enc, state = enc.select(expand), state.select(expand)
+
+    active = torch.arange(B, device=device)  # original document of every working document
+    live = torch.full((B, K), NEG_INF, device=device)
+    live[:, 0] = 0.0  # only the first beam is alive at t = 0: no duplicate hypotheses
+    input_ids = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
+    tok_buf = torch.full((B * K, L), PAD_ID, dtype=torch.long, device=device)
+    copy_buf = torch.zeros((B * K, L), dtype=torch.long, device=device)
+    attn_buf = torch.zeros((B * K, L, A), device=device)
+
+    pool_score = torch.full((B, K), NEG_INF, device=device)  # sorted, best first
+    pool_tok = torch.full((B, K, L), PAD_ID, dtype=torch.long, device=device)
+    pool_copy = torch.zeros((B, K, L), dtype=torch.long, device=device)
+    pool_attn = torch.zeros((B, K, L, A), device=device)
+    pool_len = torch.zeros((B, K), dtype=torch.long, device=device)
+    pool_finished = torch.zeros((B, K), dtype=torch.bool, device=device)
+
+    n_cand = min(2 * K, K * width)
+    for t in range(L):
+        Ba = active.numel()
+        log_probs, state, copy_pos, agent, owned = _scored_step(
+            model, enc, state, input_ids, tok_buf, t, config, width
+        )
+        cand = log_probs.add_(live.reshape(-1, 1)) if owned else log_probs + live.reshape(-1, 1)
+        cand = cand.reshape(Ba, K * width)
+        top_score, top_idx = cand.topk(n_cand, dim=1)  # (Ba, 2K), sorted
+        top_beam = torch.div(top_idx, width, rounding_mode="floor")
+        top_tok = top_idx % width
+        base = (torch.arange(Ba, device=device) * K).unsqueeze(1)
+        top_src = base + top_beam  # (Ba, 2K) working row that produced each candidate
+        top_eos = top_tok == EOS_ID
+
+        # --- finished candidates: EOS among the top K ranks, merged into the pool ----------
+        new_fin = top_eos[:, :K] & torch.isfinite(top_score[:, :K])
+        if bool(new_fin.any()):
+            src = top_src[:, :K].reshape(-1)
+            fin_score = torch.where(new_fin, _normalise(top_score[:, :K], t + 1, pen), NEG_INF)
+            c_tok = tok_buf.index_select(0, src).view(Ba, K, L)  # column t (EOS) is still PAD
+            c_copy = copy_buf.index_select(0, src).view(Ba, K, L)
+            c_attn = attn_buf.index_select(0, src).view(Ba, K, L, A)
+            merged = torch.cat([pool_score[active], fin_score], dim=1)  # (Ba, 2K)
+            new_score, pick = merged.topk(K, dim=1)
+            rows = torch.arange(Ba, device=device).unsqueeze(1)
+            pool_score[active] = new_score
+            pool_tok[active] = torch.cat([pool_tok[active], c_tok], 1)[rows, pick]
+            pool_copy[active] = torch.cat([pool_copy[active], c_copy], 1)[rows, pick]
+            pool_attn[active] = torch.cat([pool_attn[active], c_attn], 1)[rows, pick]
+            c_len = torch.full((Ba, K), t, dtype=torch.long, device=device)
+            pool_len[active] = torch.cat([pool_len[active], c_len], 1)[rows, pick]
+            c_fin = torch.ones((Ba, K), dtype=torch.bool, device=device)
+            pool_finished[active] = torch.cat([pool_finished[active], c_fin], 1)[rows, pick]
+
+        # --- live candidates: the best K non-EOS ones, in rank order ------------------------
+        keep = top_eos.to(torch.int8).sort(dim=1, stable=True).indices[:, :K]  # non-EOS first
+        live = top_score.gather(1, keep)
+        new_tok = top_tok.gather(1, keep).reshape(-1)
+        src = top_src.gather(1, keep).reshape(-1)
+        tok_buf = tok_buf.index_select(0, src)
+        copy_buf = copy_buf.index_select(0, src)
+        attn_buf = attn_buf.index_select(0, src)
+        tok_buf[:, t] = new_tok
+        copy_buf[:, t] = copy_pos.index_select(0, src)
+        attn_buf[:, t] = agent.index_select(0, src)
+        state = state.select(src)
+        input_ids = new_tok
+
+        if t == L - 1:
+            break
+        # --- early stopping and shrinking ---------------------------------------------------
+        best_live = _normalise(live[:, 0], t + 1, pen)  # live is sorted: column 0 is the best
+        done = best_live <= pool_score[active][:, -1]  # pool not full => worst is -inf
+        if bool(done.any()):
+            keep_docs = (~done).nonzero(as_tuple=True)[0]
+            if keep_docs.numel() == 0:
+                active = keep_docs
+                break
+            keep_rows = _rows(keep_docs, K)
+            active = active.index_select(0, keep_docs)
+            live = live.index_select(0, keep_docs)
+            tok_buf, copy_buf, attn_buf, input_ids = (
+                x.index_select(0, keep_rows) for x in (tok_buf, copy_buf, attn_buf, input_ids)
+            )
+            enc, state = enc.select(keep_rows), state.select(keep_rows)
+
+    # --- max_length reached: live hypotheses fill the empty pool slots --------------------
+    Ba = active.numel()
+    if Ba > 0:
+        slots = torch.arange(K, device=device).unsqueeze(0)  # (1, K)
+        filled = torch.isfinite(pool_score[active]).sum(dim=1, keepdim=True)  # (Ba, 1)
+        take = (slots - filled).clamp(min=0)  # live hypothesis for every empty slot
+        fill = slots >= filled
+        live_norm = _normalise(live, L, pen).gather(1, take)
+        rows = torch.arange(Ba, device=device).unsqueeze(1)
+        src = (rows * K + take).reshape(-1)
+        l_tok = tok_buf.index_select(0, src).view(Ba, K, L)
+        l_copy = copy_buf.index_select(0, src).view(Ba, K, L)
+        l_attn = attn_buf.index_select(0, src).view(Ba, K, L, A)
+        score = torch.where(fill, live_norm, pool_score[active])
+        order = score.argsort(dim=1, descending=True, stable=True)
+        f3, f4 = fill.unsqueeze(-1), fill.view(Ba, K, 1, 1)
+        pool_score[active] = score.gather(1, order)
+        pool_tok[active] = torch.where(f3, l_tok, pool_tok[active])[rows, order]
+        pool_copy[active] = torch.where(f3, l_copy, pool_copy[active])[rows, order]
+        pool_attn[active] = torch.where(f4, l_attn, pool_attn[active])[rows, order]
+        pool_len[active] = torch.where(fill, L, pool_len[active])[rows, order]
+        pool_finished[active] = torch.where(fill, False, pool_finished[active])[rows, order]
+
+    # --- to Python (after decoding) -------------------------------------------------------
+    scores, lens, fins = pool_score.tolist(), pool_len.tolist(), pool_finished.tolist()
+    pool_tok, pool_copy, pool_attn = pool_tok.cpu(), pool_copy.cpu(), pool_attn.cpu()
+    n_best: list[list[Hypothesis]] = []
+    for b in range(B):
+        hyps = []
+        for k in range(K):
+            if k > 0 and not math.isfinite(scores[b][k]):
+                break  # keep at least one (possibly empty, -inf) hypothesis per document
+            n = lens[b][k]
+            hyps.append(
+                Hypothesis(
+                    tokens=pool_tok[b, k, :n].tolist(),
+                    score=scores[b][k],
+                    copy_positions=pool_copy[b, k, :n].tolist(),
+                    agent_attention=pool_attn[b, k, :n].clone(),
+                    finished=fins[b][k],
+                )
+            )
+        n_best.append(hyps)
+    return Hypotheses.from_n_best(n_best)
+
+
+def search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
+    """Greedy decoding when ``config.beam_size == 1``, beam search otherwise."""
+    config = config or SearchConfig()
+    if config.beam_size == 1:
+        return greedy_search(model, batch, config)
+    return beam_search(model, batch, config)
+
+
+# --------------------------------------------------------------------------------------------
+# Ids -> words
+# --------------------------------------------------------------------------------------------
+
+
+def to_words(
+    hyps_tokens: list[list[int]],
+    copy_positions: list[list[int]],
+    batch: Batch,
+    vocab: Vocabulary,
+    unk_replace: bool = True,
+) -> list[list[str]]:
+    """Decode extended ids to words, one list per document.
+
+    Extended ids >= V become the document's OOV words (``batch.oov_words[b]``). With
+    ``unk_replace``, every UNK becomes the source word at its copy position ``a * S + i``
+    (``batch.src_tokens[b][a][i]``, S = ``batch.src_ids.size(2)``), i.e. the source word with the
+    largest cascaded attention l^t_{a,i} * g^t_a (DCA Appendix A.2). A position that falls on
+    padding leaves the UNK as it is.
+    """
+    if len(hyps_tokens) != len(copy_positions):
+        raise ValueError(f"{len(hyps_tokens)} token lists but {len(copy_positions)} copy-position lists")
+    S = batch.src_ids.size(2)
+    out = []
+    for b, (ids, positions) in enumerate(zip(hyps_tokens, copy_positions)):
+        words = vocab.decode(ids, batch.oov_words[b])
+        if unk_replace:
+            if len(positions) != len(ids):
+                raise ValueError(f"document {b}: {len(ids)} tokens but {len(positions)} copy positions")
+            source = batch.src_tokens[b]
+            for j, (tok, pos) in enumerate(zip(ids, positions)):
+                if int(tok) == UNK_ID:
+                    a, i = divmod(int(pos), S)
+                    if a < len(source) and i < len(source[a]):
+                        words[j] = source[a][i]
+        out.append(words)
+    return out
