@@ -1,0 +1,181 @@
+"""Splitting a tokenized document among the M encoder agents of DCA.
+
+The paper (Celikyilmaz et al., 2018, section 4) truncates CNN/DailyMail articles to 400 or 800
+tokens and "distribute[s] the truncated articles among agents ... preserving the paragraph and
+sentences as possible"; Appendix A, Table 6 gives per-agent input lengths of 375 (2 agents),
+250 (3 agents) and 150 (5 agents). Nothing more is specified, so :func:`split_among_agents`
+applies these rules, in order:
+
+1. Truncate: keep the first ``min(max_article_tokens, n_agents * budget)`` tokens (a plain
+   token-level cut, as in See et al. 2017; the last kept sentence may lose its tail).
+2. Cut over-long sentences: a sentence longer than ``budget`` cannot fit any agent, so it is cut
+   into the fewest pieces of at most ``budget`` tokens, of near-equal length (choice: even pieces
+   rather than ``budget``-sized ones plus a remainder, which leaves more room for balancing).
+3. Balanced partition: the sentence units are divided into ``n_agents`` contiguous groups whose
+   largest group is as small as possible (and at most ``budget``); among those, the partition
+   with the smallest sum of squared group lengths, with earlier agents preferred on ties (so
+   when there are fewer units than agents the *last* agents are the empty ones).
+   Choice: balanced lengths mirror the paper's equal per-agent budgets and give every agent
+   real content; the sum-of-squares tie-break avoids splits like [250, 250, 30] when
+   [250, 140, 140] keeps the same maximum.
+4. Fallback: if sentence granularity makes rule 3 impossible (e.g. three 200-token sentences
+   for two agents of 250), agents are filled greedily in order, each up to ``budget``; a unit
+   that does not fit moves to the next agent, and the last agent takes what still fits, cut
+   at the budget. The tail that fits nowhere is dropped.
+
+Invariant in every case: concatenating the agents in order yields the truncated token sequence
+or a prefix of it; no token is duplicated or reordered, and no agent exceeds ``budget``.
+
+Sentences, not paragraphs, are the unit: the HF CNN/DailyMail 3.0.0 articles have no paragraph
+breaks, so sentence boundaries are the only structure every corpus provides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import accumulate
+
+#: Table 6 of the paper, CNN/DailyMail: tokens per agent for 2, 3 and 5 agents.
+PAPER_AGENT_BUDGET: dict[int, int] = {2: 375, 3: 250, 5: 150}
+
+
+def default_agent_budget(n_agents: int, max_article_tokens: int) -> int:
+    """Tokens each agent reads: the paper's Table 6 value when it has one (never more than
+    ``max_article_tokens``), else an equal share of ``max_article_tokens`` rounded up."""
+    if n_agents < 1:
+        raise ValueError(f"n_agents must be >= 1, got {n_agents}")
+    if max_article_tokens < 1:
+        raise ValueError(f"max_article_tokens must be >= 1, got {max_article_tokens}")
+    if n_agents == 1:
+        return max_article_tokens
+    if n_agents in PAPER_AGENT_BUDGET:
+        return min(PAPER_AGENT_BUDGET[n_agents], max_article_tokens)
+    return math.ceil(max_article_tokens / n_agents)
+
+
+def split_among_agents(
+    sentences: Sequence[Sequence[str]],
+    n_agents: int,
+    budget: int,
+    max_article_tokens: int,
+) -> list[list[str]]:
+    """Exactly ``n_agents`` token lists (some empty for short documents); see the module rules."""
+    if n_agents < 1:
+        raise ValueError(f"n_agents must be >= 1, got {n_agents}")
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    if max_article_tokens < 0:
+        raise ValueError(f"max_article_tokens must be >= 0, got {max_article_tokens}")
+    kept = _truncate(sentences, min(max_article_tokens, n_agents * budget))
+    units = [piece for sentence in kept for piece in _cut(sentence, budget)]
+    bounds = _balanced_partition([len(u) for u in units], n_agents, budget)
+    if bounds is None:
+        return _greedy_fill(units, n_agents, budget)
+    return [[tok for unit in units[a:b] for tok in unit] for a, b in bounds]
+
+
+def _truncate(sentences: Sequence[Sequence[str]], limit: int) -> list[list[str]]:
+    """The first ``limit`` tokens, sentence structure kept, empty sentences dropped."""
+    kept: list[list[str]] = []
+    room = limit
+    for sentence in sentences:
+        if room <= 0:
+            break
+        if sentence:
+            kept.append(list(sentence[:room]))
+            room -= len(kept[-1])
+    return kept
+
+
+def _cut(sentence: list[str], budget: int) -> list[list[str]]:
+    """A sentence as the fewest near-equal pieces of at most ``budget`` tokens."""
+    pieces = math.ceil(len(sentence) / budget)
+    if pieces <= 1:
+        return [sentence]
+    size, extra = divmod(len(sentence), pieces)
+    out: list[list[str]] = []
+    start = 0
+    for i in range(pieces):
+        end = start + size + (1 if i < extra else 0)
+        out.append(sentence[start:end])
+        start = end
+    return out
+
+
+def _groups_needed(lengths: Sequence[int], cap: int) -> int:
+    """Fewest contiguous groups of total <= cap (greedy is optimal for this); units <= cap."""
+    groups, filled = 0, cap
+    for length in lengths:
+        if filled + length > cap:
+            groups, filled = groups + 1, 0
+        filled += length
+    return groups
+
+
+def _balanced_partition(lengths: Sequence[int], n_groups: int, budget: int) -> list[tuple[int, int]] | None:
+    """Unit index ranges of the rule-3 partition, or None when no partition fits ``budget``."""
+    if not lengths:
+        return [(0, 0)] * n_groups
+    if _groups_needed(lengths, budget) > n_groups:
+        return None
+    # Smallest feasible largest-group size, by binary search on the cap.
+    lo = max(max(lengths), math.ceil(sum(lengths) / n_groups))
+    hi = budget
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _groups_needed(lengths, mid) <= n_groups:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _min_squares_partition(lengths, n_groups, lo)
+
+
+def _min_squares_partition(lengths: Sequence[int], n_groups: int, cap: int) -> list[tuple[int, int]]:
+    """Contiguous partition into ``n_groups`` (possibly empty) groups of total <= cap that
+    minimises the sum of squared group totals; ties go to the larger earlier group.
+
+    Dynamic programme over (group, first unit): O(n_groups * units * units-per-cap).
+    """
+    n_units = len(lengths)
+    prefix = [0, *accumulate(lengths)]
+    inf = float("inf")
+    # cost[i]: best cost of placing units[i:] into the groups after the current one.
+    cost = [inf] * n_units + [0.0]
+    choice: list[list[int]] = []
+    for _ in range(n_groups):
+        new_cost = [inf] * (n_units + 1)
+        new_choice = [n_units] * (n_units + 1)
+        for i in range(n_units + 1):
+            j = i
+            while j <= n_units and prefix[j] - prefix[i] <= cap:
+                total = (prefix[j] - prefix[i]) ** 2 + cost[j]
+                if total <= new_cost[i]:  # "<=": prefer the larger j (fuller earlier group)
+                    new_cost[i], new_choice[i] = total, j
+                j += 1
+        cost = new_cost
+        choice.append(new_choice)
+    choice.reverse()  # choice[k][i]: end unit of group k when it starts at unit i
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for k in range(n_groups):
+        end = choice[k][start]
+        bounds.append((start, end))
+        start = end
+    assert start == n_units, "the cap was checked feasible"
+    return bounds
+
+
+def _greedy_fill(units: list[list[str]], n_agents: int, budget: int) -> list[list[str]]:
+    """Rule 4: fill agents in order; a unit that does not fit goes to the next agent, and the
+    last agent is cut at ``budget``."""
+    agents: list[list[str]] = [[] for _ in range(n_agents)]
+    current = 0
+    for unit in units:
+        while current < n_agents - 1 and len(agents[current]) + len(unit) > budget:
+            current += 1
+        room = budget - len(agents[current])
+        agents[current].extend(unit[:room])
+        if len(unit) > room:
+            break
+    return agents

@@ -1,0 +1,387 @@
+"""Reading article/summary corpora: JSON Lines, CNN/DailyMail ``.story`` files, Hugging Face.
+
+Every reader yields :class:`Example` records carrying their ``origin`` ("file:line") and every
+problem is a :class:`DataError` naming the file, the line and the field, so a bad row in a corpus
+of 300k can be found without a debugger. ``skip_bad=True`` turns those errors into skipped rows
+counted in a :class:`ReadStats` the caller passes in (a plain counter object, so the readers stay
+generators and need no reader class).
+
+Rows whose article is empty (or, with ``require_summary``, whose summary is empty) count as bad:
+CNN/DailyMail has a few hundred empty articles and training on them only teaches hallucination.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+#: How many skipped-row messages :class:`ReadStats` keeps for reporting.
+MAX_KEPT_ERRORS = 20
+
+
+class DataError(ValueError):
+    """A corpus or input file cannot be read; the message names the file (and line, field)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One document with its reference summary ("" when none is required)."""
+
+    id: str
+    article: str
+    summary: str
+    origin: str
+
+
+@dataclass
+class ReadStats:
+    """Counts filled in by a reader: rows yielded, bad rows skipped, first few skip reasons."""
+
+    read: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def skip(self, error: DataError) -> None:
+        self.skipped += 1
+        if len(self.errors) < MAX_KEPT_ERRORS:
+            self.errors.append(str(error))
+
+
+def _check_text(value: Any, name: str, where: str, *, required: bool) -> str:
+    """The field's text; "" for a missing optional field; DataError when unusable."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise DataError(f"{where}: field {name!r} is {type(value).__name__}, expected a string")
+    if required and not value.strip():
+        raise DataError(f"{where}: field {name!r} is empty")
+    return value
+
+
+def _open_binary(path: Path) -> io.BufferedIOBase:
+    """Open a file for byte reading (gunzipping ``*.gz``); DataError when it does not exist."""
+    try:
+        if path.suffix == ".gz":
+            return gzip.open(path, "rb")  # type: ignore[return-value]
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open ({exc.strerror or exc})") from None
+
+
+def _parse_jsonl_line(raw: bytes, where: str) -> dict[str, Any]:
+    """One JSONL line -> its object; DataError for bad UTF-8, bad JSON or a non-object."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: invalid UTF-8 at byte {exc.start} of the line") from None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _example_from_row(
+    row: dict[str, Any],
+    where: str,
+    default_id: str,
+    fields: tuple[str, str, str],
+    require_summary: bool,
+) -> Example:
+    """Validate a JSONL object or HF row; ``fields`` = (article, summary, id) field names."""
+    article_field, summary_field, id_field = fields
+    for name, required in ((article_field, True), (summary_field, require_summary)):
+        if required and name not in row:
+            present = ", ".join(row) or "none"
+            raise DataError(f"{where}: field {name!r} missing (fields present: {present})")
+    article = _check_text(row[article_field], article_field, where, required=True)
+    summary = _check_text(row.get(summary_field), summary_field, where, required=require_summary)
+    raw_id = row.get(id_field)
+    if raw_id is None:
+        doc_id = default_id
+    elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
+        doc_id = str(raw_id)
+    else:
+        raise DataError(f"{where}: field {id_field!r} is {type(raw_id).__name__}, expected a string")
+    return Example(id=doc_id, article=article, summary=summary, origin=where)
+
+
+def read_jsonl(
+    path: str | Path,
+    article_field: str = "article",
+    summary_field: str = "summary",
+    id_field: str = "id",
+    skip_bad: bool = False,
+    require_summary: bool = True,
+    stats: ReadStats | None = None,
+) -> Iterator[Example]:
+    """Examples from a JSON Lines file (``.gz`` is decompressed), one object per non-blank line.
+
+    Lines are decoded one by one so an invalid byte is reported with its line number. A missing
+    id becomes ``"{file name}:{line}"``, which is unique and points back at the row. A missing
+    file raises here, not at the first ``next()``.
+    """
+    path = Path(path)
+    _require_file(path)
+    return _iter_jsonl(
+        path, article_field, summary_field, id_field, skip_bad, require_summary,
+        stats if stats is not None else ReadStats(),
+    )
+
+
+def _require_file(path: Path) -> None:
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected a file")
+
+
+def _iter_jsonl(
+    path: Path,
+    article_field: str,
+    summary_field: str,
+    id_field: str,
+    skip_bad: bool,
+    require_summary: bool,
+    stats: ReadStats,
+) -> Iterator[Example]:
+    with _open_binary(path) as handle:
+        try:
+            for line_no, raw in enumerate(handle, start=1):
+                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if not raw.strip():
+                    continue
+                where = f"{path}:{line_no}"
+                try:
+                    row = _parse_jsonl_line(raw, where)
+                    example = _example_from_row(
+                        row, where, f"{path.name}:{line_no}",
+                        (article_field, summary_field, id_field), require_summary,
+                    )
+                except DataError as exc:
+                    if not skip_bad:
+                        raise
+                    stats.skip(exc)
+                    continue
+                stats.read += 1
+                yield example
+        except (OSError, EOFError) as exc:  # truncated or corrupt .gz
+            raise DataError(f"{path}: cannot read ({exc})") from None
+
+
+def _parse_story(text: str, where: str, doc_id: str, require_summary: bool) -> Example:
+    """Split a ``.story`` text at its "@highlight" markers."""
+    article_lines: list[str] = []
+    highlights: list[list[str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "@highlight":
+            highlights.append([])
+        elif highlights:
+            if stripped:
+                highlights[-1].append(stripped)
+        else:
+            article_lines.append(line.rstrip())
+    article = "\n".join(article_lines).strip()
+    summary = "\n".join(" ".join(h) for h in highlights if h)
+    if not article:
+        raise DataError(f"{where}: no article text before the first @highlight")
+    if require_summary and not summary:
+        raise DataError(f"{where}: no @highlight summary")
+    return Example(id=doc_id, article=article, summary=summary, origin=where)
+
+
+def read_story(path: str | Path, require_summary: bool = True) -> Example:
+    """One CNN/DailyMail ``.story`` file: article before the first "@highlight", then highlights.
+
+    The summary joins the highlights with newlines, the same layout as the HF ``highlights`` field.
+    """
+    path = Path(path)
+    with _open_binary(path) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{path}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
+    return _parse_story(text, str(path), path.stem, require_summary)
+
+
+def read_stories(
+    directory_or_files: str | Path | Iterable[str | Path],
+    skip_bad: bool = False,
+    require_summary: bool = True,
+    stats: ReadStats | None = None,
+) -> Iterator[Example]:
+    """Every ``*.story`` under a directory (recursively, e.g. ``cnn/stories`` and
+    ``dailymail/stories`` below one root), or the given files, in sorted path order so that
+    runs and slices are reproducible."""
+    if isinstance(directory_or_files, (str, Path)):
+        root = Path(directory_or_files)
+        if not root.is_dir():
+            raise DataError(f"{root}: no such directory")
+        files = sorted(p for p in root.rglob("*.story") if p.is_file())
+    else:
+        files = sorted(Path(p) for p in directory_or_files)
+    return _iter_stories(files, skip_bad, require_summary, stats if stats is not None else ReadStats())
+
+
+def _iter_stories(files: list[Path], skip_bad: bool, require_summary: bool, stats: ReadStats) -> Iterator[Example]:
+    for file in files:
+        try:
+            example = read_story(file, require_summary=require_summary)
+        except DataError as exc:
+            if not skip_bad:
+                raise
+            stats.skip(exc)
+            continue
+        stats.read += 1
+        yield example
+
+
+def read_hf(
+    name: str = "cnn_dailymail",
+    config: str = "3.0.0",
+    split: str = "train",
+    article_field: str = "article",
+    summary_field: str = "highlights",
+    id_field: str = "id",
+    skip_bad: bool = False,
+    require_summary: bool = True,
+    stats: ReadStats | None = None,
+) -> Iterator[Example]:
+    """A Hugging Face dataset split (default: CNN/DailyMail 3.0.0, the non-anonymized version
+    DCA uses). ``datasets`` is an optional dependency, imported only here."""
+    source = f"hf:{name}:{config}:{split}"
+    try:
+        import datasets  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        raise DataError(
+            f"{source}: the Hugging Face 'datasets' package is not installed; "
+            "install it with `pip install agentsum[hf]` (downloading also needs an online machine), "
+            "or pass a local .jsonl file / .story directory instead"
+        ) from None
+    try:
+        dataset = datasets.load_dataset(name, config or None, split=split)
+    except Exception as exc:  # network, missing dataset or split: all mean "cannot load"
+        raise DataError(
+            f"{source}: cannot load the dataset ({type(exc).__name__}: {exc}); "
+            "the machine must be online (or have the dataset cached)"
+        ) from None
+    return _iter_hf(
+        dataset, source, (article_field, summary_field, id_field), skip_bad, require_summary,
+        stats if stats is not None else ReadStats(),
+    )
+
+
+def _iter_hf(
+    dataset: Iterable[dict[str, Any]],
+    source: str,
+    fields: tuple[str, str, str],
+    skip_bad: bool,
+    require_summary: bool,
+    stats: ReadStats,
+) -> Iterator[Example]:
+    for index, row in enumerate(dataset):
+        where = f"{source}:{index}"
+        try:
+            example = _example_from_row(row, where, str(index), fields, require_summary)
+        except DataError as exc:
+            if not skip_bad:
+                raise
+            stats.skip(exc)
+            continue
+        stats.read += 1
+        yield example
+
+
+def parse_hf_spec(spec: str) -> tuple[str, str, str]:
+    """``hf:NAME[:CONFIG[:SPLIT]]`` -> (name, config, split); defaults cnn_dailymail 3.0.0 train."""
+    parts = spec.removeprefix("hf:").split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise DataError(f"{spec}: expected hf:NAME[:CONFIG[:SPLIT]]")
+    name = parts[0]
+    config = parts[1] if len(parts) > 1 and parts[1] else ("3.0.0" if name == "cnn_dailymail" else "")
+    split = parts[2] if len(parts) > 2 and parts[2] else "train"
+    return name, config, split
+
+
+def load_examples(
+    spec: str,
+    *,
+    start: int | None = None,
+    end: int | None = None,
+    article_field: str = "article",
+    summary_field: str = "summary",
+    id_field: str = "id",
+    skip_bad: bool = False,
+    require_summary: bool = True,
+    stats: ReadStats | None = None,
+) -> list[Example]:
+    """Read a corpus named by ``spec`` and keep examples ``[start:end)``.
+
+    ``hf:NAME[:CONFIG[:SPLIT]]`` -> Hugging Face; a directory -> its ``.story`` files; a
+    ``.story`` file -> one story; anything else -> JSON Lines (``.gz`` allowed). Slicing counts
+    good examples (after skipped rows); non-negative bounds stop reading early.
+    The field names apply to JSON Lines; for ``hf:`` a non-default ``summary_field`` is passed on
+    (the HF default is ``highlights``).
+    """
+    stats = stats if stats is not None else ReadStats()
+    examples: Iterator[Example]
+    if spec.startswith("hf:"):
+        name, config, split = parse_hf_spec(spec)
+        hf_summary = "highlights" if summary_field == "summary" else summary_field
+        examples = read_hf(
+            name, config, split, article_field, hf_summary, id_field, skip_bad, require_summary, stats
+        )
+    else:
+        path = Path(spec)
+        if not path.exists():
+            raise DataError(f"{spec}: no such file or directory")
+        if path.is_dir() or path.suffix == ".story":
+            examples = read_stories(path if path.is_dir() else [path], skip_bad, require_summary, stats)
+        else:
+            examples = read_jsonl(
+                path, article_field, summary_field, id_field, skip_bad, require_summary, stats
+            )
+    if (start is None or start >= 0) and (end is None or end >= 0):
+        result = list(islice(examples, start, end))
+    else:
+        result = list(examples)[start:end]
+    if not result:
+        where = "" if start is None and end is None else f" slice [{start}:{end}]"
+        skipped = f" ({stats.skipped} bad rows skipped)" if stats.skipped else ""
+        raise DataError(f"no examples in {spec}{where}{skipped}")
+    return result
+
+
+def read_text_file(path: str | Path) -> str:
+    """A whole UTF-8 text file, or standard input for "-" (the ``summarize`` command's input)."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    if str(path) == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        _require_file(Path(path))
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise DataError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{name}:{line_no}: invalid UTF-8 at byte {exc.start}") from None

@@ -1,0 +1,144 @@
+import pytest
+
+from agentsum.text import (
+    article_sentences,
+    join_sentences,
+    split_generated,
+    split_sentences,
+    strip_source_prefix,
+    summary_sentences,
+    tokenize,
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("(CNN) -- The mayor spoke.", "The mayor spoke."),
+        ("(CNN)The mayor spoke.", "The mayor spoke."),
+        ("LONDON, England (CNN) -- The mayor spoke.", "The mayor spoke."),
+        ("WASHINGTON (CNN) --The mayor spoke.", "The mayor spoke."),
+        ("Port-au-Prince, Haiti (CNN) -- Aid arrived.", "Aid arrived."),
+        ("LONDON, England (Reuters) -- Shares fell.", "Shares fell."),
+        ("(Mental Floss) -- A fact.", "A fact."),
+        ("GLASGOW, Scotland -- Rangers won.", "Rangers won."),
+    ],
+)
+def test_strip_source_prefix_removes_datelines(text, expected):
+    assert strip_source_prefix(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The mayor (CNN's guest) spoke.",  # not at the start
+        "Tom Hanks -- the actor -- spoke.",  # a dash, but no dateline
+        "(Right) the mayor spoke.",  # opening parenthetical, unknown source, no dash
+        "X" * 130 + " (CNN) -- late",  # ends beyond the first 120 characters
+        "(CNN)",  # nothing would be left
+    ],
+)
+def test_strip_source_prefix_leaves_other_text(text):
+    assert strip_source_prefix(text) == text
+
+
+def test_tokenize_splits_clitics_ptb_style():
+    assert tokenize("Don't go, he's here and they'll see I'm fine") == [
+        "do", "n't", "go", ",", "he", "'s", "here", "and", "they", "'ll", "see", "i", "'m", "fine",
+    ]
+    assert tokenize("Can't won't") == ["ca", "n't", "wo", "n't"]
+
+
+def test_tokenize_keeps_numbers_hyphens_abbreviations_together():
+    tokens = tokenize("The 18-year-old paid $3.5 million, or 1,000 times more, in the U.S. at 10:30 a.m.")
+    assert "18-year-old" in tokens
+    assert "3.5" in tokens and "$" in tokens
+    assert "1,000" in tokens
+    assert "u.s." in tokens and "a.m." in tokens
+    assert "10:30" in tokens
+    assert tokens[tokens.index("1,000") - 1] == "or"
+
+
+def test_tokenize_keeps_titles_dates_and_company_abbreviations():
+    tokens = tokenize("Cpl. Trent D. Thomas of Acme Co. met Dr. Lee on Jan. 5 at No. 10.")
+    assert tokens == [
+        "cpl.", "trent", "d.", "thomas", "of", "acme", "co.", "met", "dr.", "lee",
+        "on", "jan.", "5", "at", "no.", "10", ".",
+    ]
+    assert tokenize("Sens. Cornyn and No.1 driver from Erie, Pa., on CNN.com.") == [
+        "sens.", "cornyn", "and", "no.", "1", "driver", "from", "erie", ",", "pa.", ",",
+        "on", "cnn.com", ".",
+    ]
+    # Without a following number or word the period is a sentence end, not part of the word.
+    assert tokenize("They said no.") == ["they", "said", "no", "."]
+    assert tokenize("She joined Acme Co.") == ["she", "joined", "acme", "co", "."]
+
+
+def test_tokenize_splits_punctuation():
+    assert tokenize('He said: "Stop!" (twice); why?') == [
+        "he", "said", ":", '"', "stop", "!", '"', "(", "twice", ")", ";", "why", "?",
+    ]
+    assert tokenize("The end.") == ["the", "end", "."]
+    assert tokenize("Wait... no -- yes") == ["wait", "...", "no", "--", "yes"]
+
+
+def test_tokenize_normalises_curly_quotes():
+    assert tokenize("“It’s O’Neill’s,” she said") == [
+        '"', "it", "'s", "o'neill", "'s", ",", '"', "she", "said",
+    ]
+    assert tokenize("He said ``hi'' twice") == ["he", "said", '"', "hi", '"', "twice"]
+
+
+def test_tokenize_lowercases_only_when_asked():
+    assert tokenize("Obama Visits NASA") == ["obama", "visits", "nasa"]
+    assert tokenize("Obama Visits NASA", lower=False) == ["Obama", "Visits", "NASA"]
+
+
+def test_tokenize_drops_control_characters_and_never_returns_empty_tokens():
+    tokens = tokenize("bad\x00word\u200b here\x07 soft\xadhyphen \ufeffbom\x85 \t\r\n")
+    assert tokens == ["badword", "here", "softhyphen", "bom"]
+    assert tokenize("  \x00 \u200b ") == []
+    assert all(tokens for tokens in tokenize("a , . '' `` -- ..."))
+
+
+def test_split_sentences_uses_line_breaks_and_blingfire():
+    text = "First one. Second one!\n\nA caption without period\nMr. Smith went to Washington."
+    assert split_sentences(text) == [
+        "First one.",
+        "Second one!",
+        "A caption without period",
+        "Mr. Smith went to Washington.",
+    ]
+
+
+def test_article_sentences_strip_prefix_and_drop_empty():
+    sentences = article_sentences("(CNN) -- Rain fell. \x00\n\n\u200b\n It stopped.")
+    assert sentences == [["rain", "fell", "."], ["it", "stopped", "."]]
+
+
+def test_summary_sentences_end_with_sentence_punctuation():
+    summary = 'Judge says most are there for "avoidable felonies"\nRadcliffe turns 18 .\n\nHe left the U.S.\nReally?'
+    assert summary_sentences(summary) == [
+        ["judge", "says", "most", "are", "there", "for", '"', "avoidable", "felonies", '"', "."],
+        ["radcliffe", "turns", "18", "."],
+        ["he", "left", "the", "u.s.", "."],
+        ["really", "?"],
+    ]
+
+
+def test_summary_sentence_ending_inside_quotes_gets_no_extra_period():
+    assert summary_sentences('He says: "We are never listened to."') == [
+        ["he", "says", ":", '"', "we", "are", "never", "listened", "to", ".", '"'],
+    ]
+
+
+def test_join_sentences_is_rougelsum_format():
+    assert join_sentences([["a", "b", "."], ["c", "!"]]) == "a b .\nc !"
+    assert join_sentences([]) == ""
+
+
+def test_split_generated_splits_after_end_tokens():
+    tokens = ["a", "b", ".", "c", "!", "d", "?", "u.s.", "e"]
+    assert split_generated(tokens) == [["a", "b", "."], ["c", "!"], ["d", "?"], ["u.s.", "e"]]
+    assert split_generated([]) == []
+    assert split_generated([".", "."]) == [["."], ["."]]

@@ -1,0 +1,150 @@
+"""Training end to end: overfitting, checkpoints and resume, and the command line."""
+
+import json
+import random
+
+import pytest
+import torch
+
+from agentsum.batch import make_batch
+from agentsum.checkpoint import CheckpointError, load_model, read_checkpoint
+from agentsum.cli import main
+from agentsum.config import load_config
+from agentsum.models.dca import DCA, DCAConfig
+from agentsum.objectives import MLE
+from agentsum.search import SearchConfig, search, to_words
+from agentsum.train import Trainer
+from agentsum.vocab import Vocabulary
+
+ANIMALS = "cat dog fox owl bee cow pig hen ant elk".split()
+PLACES = "park river house field forest garden market school bridge tower".split()
+VERBS = "saw chased found followed met heard".split()
+
+
+def synthetic_corpus(n: int, seed: int = 0):
+    """Articles of a few sentences whose summary restates two facts of the article."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        facts = [(rng.choice(ANIMALS), rng.choice(VERBS), rng.choice(ANIMALS), rng.choice(PLACES)) for _ in range(5)]
+        article = " ".join(f"The {a} {v} a {b} near the {p}." for a, v, b, p in facts)
+        summary = "\n".join(f"the {a} {v} a {b} ." for a, v, b, _ in (facts[0], facts[3]))
+        rows.append({"id": f"doc{i}", "article": article, "summary": summary})
+    return rows
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def test_tiny_model_overfits_eight_examples_and_greedy_reproduces_them():
+    torch.manual_seed(0)
+    docs = [
+        [["the", "cat", "sat", "on", "the", "mat", "."], ["a", "dog", "ran", "zorp", "."]],
+        [["big", "red", "house", "."], ["the", "tree", "quux", "fell", "."]],
+        [["a", "bird", "sang", "."], ["small", "fish", "swam", "."]],
+        [["the", "sun", "rose", "early", "."], ["cold", "wind", "blew", "."]],
+        [["rain", "fell", "all", "day", "."], ["the", "river", "rose", "."]],
+        [["the", "cat", "saw", "a", "bird", "."], ["blorb", "flew", "away", "."]],
+        [["two", "men", "met", "."], ["they", "talked", "."]],
+        [["the", "dog", "barked", "."], ["the", "cat", "hid", "."]],
+    ]
+    summaries = [["dog", "ran", "zorp", "."], ["tree", "quux", "fell", "."], ["bird", "sang", "."], ["wind", "blew", "."],
+                 ["river", "rose", "."], ["blorb", "flew", "."], ["men", "talked", "."], ["cat", "hid", "."]]
+    rare = {"zorp", "quux", "blorb"}  # OOV: only copying can produce them
+    vocab = Vocabulary.build([[t for doc in docs for chunk in doc for t in chunk if t not in rare]])
+    batch = make_batch(docs, vocab, summaries=summaries)
+    model = DCA(DCAConfig(vocab_size=len(vocab), embedding_size=32, hidden_size=48, pointer="multi",
+                          contextual_agent_attention=True))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    objective = MLE()
+    for _ in range(300):
+        loss, _ = objective(model, batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if loss.item() < 0.01:
+            break
+    assert loss.item() < 0.05
+    model.eval()
+    hyps = search(model, make_batch(docs, vocab), SearchConfig(beam_size=1, max_length=10, block_trigrams=False))
+    words = to_words(hyps.tokens, hyps.copy_positions, make_batch(docs, vocab), vocab, unk_replace=False)
+    assert words == summaries
+
+
+def tiny_config(tmp_path, corpus, **overrides):
+    items = [f"data.train={corpus}", f"data.valid={{path: {corpus}, start: 0, end: 4}}", f"train.run_dir={tmp_path / 'run'}"]
+    items += [f"{k}={v}" for k, v in overrides.items()]
+    return load_config("tiny", items)
+
+
+def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(24))
+    # Uninterrupted: 8 steps.
+    full = Trainer(tiny_config(tmp_path / "a", corpus, **{"train.max_steps": 8, "train.valid_every": 4}))
+    full.run()
+    # Interrupted after 4 steps, then resumed from last.pt up to 8.
+    first = Trainer(tiny_config(tmp_path / "b", corpus, **{"train.max_steps": 4, "train.valid_every": 4}))
+    first.run()
+    last = tmp_path / "b" / "run" / "checkpoints" / "last.pt"
+    state = read_checkpoint(last)
+    assert state["step"] == 4 and set(state) >= {"model", "optimizer", "config", "vocab", "step", "rng", "best_valid"}
+    resumed = Trainer(tiny_config(tmp_path / "b", corpus, **{"train.max_steps": 8, "train.valid_every": 4}),
+                      resume=str(last))
+    assert resumed.step == 4
+    resumed.run()
+    for (name, p), q in zip(full.model.named_parameters(), resumed.model.parameters()):
+        assert torch.allclose(p, q, atol=1e-6), name
+    model, vocab, config, _ = load_model(tmp_path / "b" / "run" / "checkpoints" / "last.pt")
+    assert vocab == full.vocab and config.model["pointer"] == "multi"
+
+
+def test_unreadable_checkpoints_give_clear_errors(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a readable agentsum checkpoint"):
+        load_model(bad)
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="missing"):
+        load_model(tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="not found"):
+        load_model(tmp_path / "absent.pt")
+
+
+def test_cli_train_summarize_evaluate_lead3(tmp_path, capsys):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(16))
+    test = write_jsonl(tmp_path / "test.jsonl", synthetic_corpus(5, seed=1))
+    run = tmp_path / "run"
+    assert main(["train", "--config", "tiny", "--run-dir", str(run), "--set", f"data.train={corpus}",
+                 "--set", f"data.valid={test}", "--set", "train.max_steps=6", "--set", "train.valid_every=3"]) == 0
+    ckpt = run / "checkpoints" / "best.pt"
+    assert ckpt.is_file() and (run / "checkpoints" / "last.pt").is_file()
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "valid_nll" in m] == [3, 6]
+    capsys.readouterr()
+
+    article = tmp_path / "article.txt"
+    article.write_text(json.loads(open(test).readline())["article"], encoding="utf-8")
+    assert main(["summarize", "--checkpoint", str(ckpt), str(article), "--beam", "2", "--max-length", "12"]) == 0
+    summary = capsys.readouterr().out.strip().splitlines()
+    assert len(summary) == 1 and 1 <= len(summary[0].split()) <= 12
+
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--checkpoint", str(ckpt), "--data", test, "--out", str(out), "--max-length", "12"]) == 0
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["n"] == 5 and 0 <= scores["rouge1"] <= 100 and scores["beam_size"] == 3
+    assert len((out / "predictions.txt").read_text().splitlines()) == 5
+    assert "ROUGE-1" in capsys.readouterr().out
+
+    assert main(["lead3", "--data", test, "--out", str(tmp_path / "lead3")]) == 0
+    lead = json.loads((tmp_path / "lead3" / "scores.json").read_text())
+    assert lead["n"] == 5 and lead["rouge1"] > 30  # the summaries restate article sentences
+
+
+def test_cli_reports_data_errors_without_traceback(tmp_path, capsys):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"article": "a b c .", "summary": "a ."}\n{"article": "x"\n', encoding="utf-8")
+    assert main(["lead3", "--data", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "broken.jsonl:2" in err and "Traceback" not in err
