@@ -1,0 +1,139 @@
+"""Training and decoding speed of DCA presets on real CNN/DailyMail documents.
+
+Each preset is measured in its own subprocess (so peak memory is its own), in the same run, and
+every figure is also reported as a ratio to the first preset, the baseline: these machines are
+noisy, ratios measured side by side are what to compare.
+
+    python benchmarks/bench_dca.py                         # m1 (1 agent) vs m5 (3 agents)
+    python benchmarks/bench_dca.py --presets m1 m4 m5 m6 --steps 10 --decode-docs 32
+    python benchmarks/bench_dca.py --set data.vocab_size=20000 --threads 2
+
+Training tokens/s counts real (unpadded) source and target tokens per second of
+forward + backward + Adam step. Decoding documents/s is measured with untrained weights unless
+--checkpoint is given; an untrained model never emits </s>, so every summary runs to max_length
+(110): a worst case for decoding speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cnndm" / "train_stories.jsonl"
+
+
+def measure(preset: str, args) -> dict:
+    import torch
+
+    from agentsum.config import load_config
+    from agentsum.corpus import load_examples
+    from agentsum.dataset import iterate_batches, prepare_all, sorted_batches
+    from agentsum.models import build_model
+    from agentsum.objectives import build_objective
+    from agentsum.search import SearchConfig, search
+    from agentsum.train import build_vocab
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    config = load_config(preset, args.overrides)
+    examples = load_examples(str(args.data), end=args.docs)
+    docs = prepare_all(examples, config.data)
+    vocab = build_vocab(docs, config.data.vocab_size)
+    model = build_model(config.model, len(vocab))
+    if args.checkpoint:
+        from agentsum.checkpoint import load_model
+
+        model, vocab, _, _ = load_model(args.checkpoint)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
+    objective = build_objective(config.train.objective)
+    batches = iterate_batches(docs, vocab, config.train.batch_size, seed=0)
+
+    model.train()
+    tokens = 0
+    seconds = 0.0
+    for i in range(args.warmup + args.steps):
+        _, batch = next(batches)
+        start = time.perf_counter()
+        loss, _ = objective(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if i >= args.warmup:
+            seconds += time.perf_counter() - start
+            tokens += batch.num_source_tokens() + batch.num_target_tokens()
+
+    model.eval()
+    decode = {}
+    test_docs = docs[: args.decode_docs]
+    for name, beam in (("greedy", 1), ("beam5", 5)):
+        cfg = SearchConfig(beam_size=beam, max_length=110, block_trigrams=True)
+        start = time.perf_counter()
+        with torch.no_grad():
+            for _, batch in sorted_batches(test_docs, vocab, args.decode_batch, with_targets=False):
+                search(model, batch, cfg)
+        decode[name] = len(test_docs) / (time.perf_counter() - start)
+
+    return {
+        "preset": preset,
+        "agents": config.data.agents,
+        "vocab": len(vocab),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_tokens_per_s": tokens / seconds,
+        "train_s_per_step": seconds / args.steps,
+        "decode_greedy_docs_per_s": decode["greedy"],
+        "decode_beam5_docs_per_s": decode["beam5"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--presets", nargs="+", default=["m1", "m5"], help="the first one is the baseline")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--docs", type=int, default=400, help="documents loaded (vocabulary and batches)")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--decode-docs", type=int, default=32)
+    p.add_argument("--decode-batch", type=int, default=16)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--checkpoint", help="decode (and train) with these weights instead of random ones")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    p.add_argument("--out", type=Path, help="append the JSON results here")
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    args = p.parse_args()
+
+    if args.one:
+        print(json.dumps(measure(args.one, args)))
+        return
+
+    results = []
+    for preset in args.presets:
+        cmd = [sys.executable, __file__, "--one", preset, "--data", str(args.data), "--docs", str(args.docs),
+               "--steps", str(args.steps), "--warmup", str(args.warmup), "--decode-docs", str(args.decode_docs),
+               "--decode-batch", str(args.decode_batch), "--threads", str(args.threads)]
+        cmd += ["--checkpoint", args.checkpoint] if args.checkpoint else []
+        cmd += [arg for o in args.overrides for arg in ("--set", o)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        results.append(json.loads(out.strip().splitlines()[-1]))
+        print(f"measured {preset}", file=sys.stderr)
+    base = results[0]
+    keys = ["train_tokens_per_s", "train_s_per_step", "decode_greedy_docs_per_s", "decode_beam5_docs_per_s", "peak_rss_mb"]
+    print(f"{'preset':8} {'agents':>6} {'params':>8} " + " ".join(f"{k:>26}" for k in keys))
+    for r in results:
+        cells = [f"{r[k]:>12.2f} ({r[k] / base[k]:>5.2f}x)".rjust(26) for k in keys]
+        print(f"{r['preset']:8} {r['agents']:>6} {r['parameters'] / 1e6:>7.2f}M " + " ".join(cells))
+    print(f"ratios are against {base['preset']}, measured in the same run; {args.threads} threads")
+    if args.out:
+        with args.out.open("a") as f:
+            for r in results:
+                f.write(json.dumps({**r, "baseline": base["preset"], "time": time.time()}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
