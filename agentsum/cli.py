@@ -144,7 +144,7 @@ def cmd_evaluate(args) -> int:
                              summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
     docs = prepare_all(examples, d)
     search_config = _search_config(args, config)
-    predictions, scores = evaluate_model(model, vocab, config, docs, search_config, args.batch_size,
+    predictions, scores = evaluate_model(model, vocab, docs, search_config, args.batch_size,
                                          _progress(len(docs), "decoding"))
     out = Path(args.out) if args.out else Path(args.checkpoint).parent.parent / f"eval-{Path(args.data).stem}"
     write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)

@@ -65,7 +65,14 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    objective: str = "mle"
+    objective: str = "mle"  # mle | mle+sem | rl | mixed | mixed+sem
+    sem_weight: float = 0.1  # lambda of eq (19)
+    gamma: float = 0.97  # eq (21): gamma * L_RL + (1 - gamma) * L_MLE
+    intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward
+    reward: str = "rougeL"  # rouge1 | rouge2 | rougeL, F1 on token ids
+    rl_max_length: int = 100  # longest sampled summary during RL
+    init_from: str | None = None  # start from this checkpoint's weights and vocabulary (RL after MLE)
+    valid_rouge_docs: int = 100  # validation documents decoded (greedy) for ROUGE-L model selection
     batch_size: int = 16
     lr: float = 1e-3  # paper: 0.001 (Adam) for MLE
     max_grad_norm: float = 2.0

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import torch
 
-from agentsum.config import Config
 from agentsum.corpus import Example
 from agentsum.dataset import Document, sorted_batches
 from agentsum.rouge import rouge
@@ -59,8 +58,8 @@ def write_results(out_dir: str | Path, predictions: Sequence[str], references: S
     (out / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
 
 
-def evaluate_model(model, vocab: Vocabulary, config: Config, docs: Sequence[Document], search_config: SearchConfig,
-                   batch_size: int, progress=None) -> tuple[list[str], dict]:
+def evaluate_model(model, vocab: Vocabulary, docs: Sequence[Document], search_config: SearchConfig,
+                   batch_size: int = 16, progress=None) -> tuple[list[str], dict]:
     started = time.perf_counter()
     tokens = summarize_documents(model, vocab, docs, search_config, batch_size, progress)
     seconds = time.perf_counter() - started

@@ -1,40 +1,240 @@
-"""Training objectives. Every objective is ``objective(model, batch) -> (loss, stats)``.
+"""Training objectives (DCA section 3). Every objective is ``objective(model, batch) -> (loss, stats)``.
 
 ``loss`` is the scalar to minimise; ``stats`` holds plain numbers to log. The training loop never
-branches on which objective it runs.
+branches on which objective it runs; an objective only tells it how to select the best model
+(``selection``: the paper picks MLE models by validation NLL, MLE+RL models by validation ROUGE-L).
+
+Scale. Eq (17)-(21) are sums over a document's tokens. Every loss here is the batch's sum of those
+per-document terms divided by the batch's number of reference target tokens, so MLE, SEM and RL
+keep the paper's relative weights (lambda, gamma) while the learning rate does not depend on the
+batch size or summary length.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
+import torch.nn.functional as F
 
 from agentsum.batch import Batch
+from agentsum.reward import sentence_reward_matrix, sequence_rewards
+from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+
+SENTENCE_END_TOKENS = (".", "!", "?")
+
+
+def sentence_end_ids(vocab: Vocabulary) -> list[int]:
+    """Ids of the sentence delimiters. The paper uses '.'; '!' and '?' end sentences too, and the
+    preprocessing (``agentsum.text``) splits sentences at all three."""
+    return [vocab.stoi[t] for t in SENTENCE_END_TOKENS if t in vocab.stoi]
+
+
+def semantic_cohesion(states: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
+                      end_ids: list[int]) -> torch.Tensor:
+    """Eq (18): sum over documents of sum_{q>=2} cos(s'_q, s'_{q-1}), (B,) per document.
+
+    states: (B, T, H) decoder states s_t; targets: (B, T) the word y_t produced at step t; s'_q are
+    the states at steps whose word is a sentence delimiter. Documents with fewer than two sentences
+    contribute 0.
+    """
+    B, T, H = states.shape
+    is_end = torch.isin(targets, torch.tensor(end_ids, device=targets.device)) & mask  # (B, T)
+    positions = torch.arange(T, device=states.device).expand(B, T)
+    marked = torch.where(is_end, positions, torch.full_like(positions, -1))
+    # previous delimiter strictly before t: running max of the marks, shifted by one step
+    previous = F.pad(marked.cummax(dim=1).values, (1, 0), value=-1)[:, :-1]  # (B, T)
+    pair = is_end & (previous >= 0)
+    unit = F.normalize(states, dim=-1)
+    prev_states = unit.gather(1, previous.clamp_min(0).unsqueeze(-1).expand(B, T, H))
+    cosine = (unit * prev_states).sum(-1)  # (B, T)
+    return (cosine * pair).sum(1)
 
 
 class MLE:
-    """Eq (17): negative log-likelihood of the reference summary, padding masked.
+    """Eq (17), plus lambda * eq (18) when ``sem_weight`` > 0 (eq 19, MLE+SEM)."""
 
-    The loss is the mean over target tokens of the batch (the sum of eq 17 over documents divided by
-    the number of target tokens), so the learning rate does not depend on batch or summary length.
-    ``stats['nll_sum']`` is the plain sum of eq (17) over the batch's documents.
-    """
+    selection = "valid_nll"
 
-    name = "mle"
+    def __init__(self, sem_weight: float = 0.0, end_ids: list[int] | None = None):
+        if sem_weight and not end_ids:
+            raise ValueError("the semantic cohesion loss needs the ids of sentence delimiters")
+        self.sem_weight = sem_weight
+        self.end_ids = end_ids or []
+
+    def terms(self, model, batch: Batch, enc=None) -> tuple[torch.Tensor, torch.Tensor, dict]:
+        """(nll_sum, sem_sum, stats): the batch sums of eq (17) and eq (18)."""
+        out = model(batch, enc)
+        target = model.target_ids(batch.tgt_out)
+        nll_sum = -(out.dist.log_prob(target) * batch.tgt_mask).sum()
+        sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
+                   if self.sem_weight else nll_sum.new_zeros(()))
+        tokens = int(batch.tgt_mask.sum())
+        return nll_sum, sem_sum, {"nll_sum": nll_sum.item(), "sem_sum": sem_sum.item(), "tokens": tokens}
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
-        out = model(batch)
-        target = model.target_ids(batch.tgt_out)
-        token_nll = -out.dist.log_prob(target) * batch.tgt_mask  # (B, T)
-        nll_sum = token_nll.sum()
-        tokens = batch.tgt_mask.sum()
-        loss = nll_sum / tokens.clamp_min(1)
-        return loss, {"loss": loss.item(), "nll_sum": nll_sum.item(), "tokens": int(tokens)}
+        nll_sum, sem_sum, stats = self.terms(model, batch)
+        loss = (nll_sum + self.sem_weight * sem_sum) / max(stats["tokens"], 1)
+        stats.update(loss=loss.item(), nll=stats["nll_sum"] / max(stats["tokens"], 1))
+        return loss, stats
 
 
-OBJECTIVES = {"mle": MLE}
+@torch.no_grad()
+def sample_and_greedy(model, enc, batch_size: int, max_length: int,
+                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode a multinomial sample and the greedy sequence of every document, in one batched loop.
+
+    Returns (sample, greedy), each (B, L) extended ids ending with EOS where the model ended them,
+    PAD afterwards. No teacher forcing, no trigram blocking (the policy itself is sampled).
+    """
+    B = batch_size
+    index = torch.cat([torch.arange(B), torch.arange(B)]).to(enc.init_hidden.device)
+    enc2 = enc.select(index)
+    state = model.init_state(enc2)
+    tokens = torch.full((2 * B, max_length), PAD_ID, dtype=torch.long, device=index.device)
+    done = torch.zeros(2 * B, dtype=torch.bool, device=index.device)
+    inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=index.device)
+    for t in range(max_length):
+        log_probs, state, _ = model.step(enc2, state, inputs)
+        sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
+        chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
+        chosen = chosen.masked_fill(done, PAD_ID)
+        tokens[:, t] = chosen
+        done = done | (chosen == EOS_ID)
+        if bool(done.all()):
+            break
+        inputs = chosen.masked_fill(done, EOS_ID)
+    return tokens[:B], tokens[B:]
 
 
-def build_objective(name: str, **kwargs):
-    if name not in OBJECTIVES:
-        raise ValueError(f"unknown train.objective {name!r} (known: {', '.join(sorted(OBJECTIVES))})")
-    return OBJECTIVES[name](**kwargs)
+def _as_targets(batch: Batch, tokens: torch.Tensor) -> Batch:
+    """The batch with ``tokens`` (B, L) as its target sequence (decoder input = BOS + tokens)."""
+    mask = tokens != PAD_ID
+    lengths = mask.sum(1)
+    keep = max(int(lengths.max()), 1)
+    tokens, mask = tokens[:, :keep], mask[:, :keep]
+    tgt_in = torch.cat([torch.full_like(tokens[:, :1], BOS_ID), tokens[:, :-1]], dim=1).masked_fill(~mask, PAD_ID)
+    return dataclasses.replace(batch, tgt_in=tgt_in, tgt_out=tokens, tgt_mask=mask)
+
+
+def _reference_ids(batch: Batch) -> torch.Tensor:
+    """Reference ids for rewards; an UNK in the reference matches nothing (it is not a word)."""
+    return batch.tgt_out.masked_fill(batch.tgt_out == UNK_ID, -1)
+
+
+class SelfCritical:
+    """Self-critical policy gradient (eq 20), optionally mixed with MLE[+SEM] (eq 21), with
+    end-of-summary or sentence-level intermediate rewards (eq 22).
+
+    For each document a summary is sampled and a greedy baseline decoded, batched, without
+    gradients; the sample's log-probabilities are then recomputed with gradients by one
+    teacher-forced pass over the sampled words (identical to the sampling step's distributions,
+    see ``tests/test_dca.py``), which costs far less memory than keeping the graph of every sampling
+    step. The reward is ROUGE-L F1 against the reference, computed on token ids.
+
+    Intermediate rewards (eq 22). Sentence q of the sample gets r(o_1..o_q) - r(o_1..o_{q-1}); the
+    greedy baseline is split the same way and its q-th sentence reward is that sentence's baseline,
+    with every greedy sentence beyond the sample's last sentence added to the last sentence's
+    baseline. The advantages of a sample's sentences therefore sum to r(sample) - r(greedy), the
+    advantage of eq (20), and each token is weighted by its sentence's advantage.
+    """
+
+    selection = "valid_rougeL"
+
+    def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
+                 intermediate: bool = True, reward: str = "rougeL", max_length: int = 100):
+        self.gamma = gamma
+        self.intermediate = intermediate
+        self.reward = reward
+        self.max_length = max_length
+        self.end_ids = end_ids
+        self.mle = MLE(sem_weight, end_ids)
+
+    def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """(B, L) per-token advantages of the sampled sequences and reward statistics."""
+        if not self.intermediate:
+            r_sample = sequence_rewards(sample, reference, kind=self.reward)
+            r_greedy = sequence_rewards(greedy, reference, kind=self.reward)
+            adv = (r_sample - r_greedy).unsqueeze(1) * (sample != PAD_ID)
+        else:
+            sample_tok, r_sample = sentence_reward_matrix(sample, reference, self.end_ids, kind=self.reward)
+            greedy_tok, r_greedy = sentence_reward_matrix(greedy, reference, self.end_ids, kind=self.reward)
+            baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
+            adv = (sample_tok - baseline) * (sample != PAD_ID)
+        return adv, {"reward_sample": r_sample.mean().item(), "reward_greedy": r_greedy.mean().item()}
+
+    def rl_sum(self, model, batch: Batch, sample: torch.Tensor, advantages: torch.Tensor, enc=None) -> torch.Tensor:
+        """Eq (20) summed over the batch: -sum_b sum_t A_{b,t} log p(y^_{b,t})."""
+        sampled = _as_targets(batch, sample)
+        out = model(sampled, enc)
+        log_p = out.dist.log_prob(model.target_ids(sampled.tgt_out))
+        return -(advantages[:, : log_p.size(1)] * log_p * sampled.tgt_mask).sum()
+
+    def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
+        enc = model.encode(batch)
+        sample, greedy = sample_and_greedy(model, enc, batch.batch_size, self.max_length)
+        adv, stats = self.advantages(sample, greedy, _reference_ids(batch))
+        tokens = max(int(batch.tgt_mask.sum()), 1)
+        rl = self.rl_sum(model, batch, sample, adv, enc) / tokens
+        loss = self.gamma * rl
+        if self.gamma < 1:
+            nll_sum, sem_sum, mle_stats = self.mle.terms(model, batch, enc)
+            mle = (nll_sum + self.mle.sem_weight * sem_sum) / tokens
+            loss = loss + (1 - self.gamma) * mle
+            stats.update(nll=mle_stats["nll_sum"] / tokens, sem_sum=mle_stats["sem_sum"])
+        stats.update(loss=loss.item(), rl=rl.item(), tokens=tokens,
+                     sample_length=float((sample != PAD_ID).sum(1).float().mean()))
+        return loss, stats
+
+
+def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_rewards: torch.Tensor,
+                       end_ids: list[int]) -> torch.Tensor:
+    """(B, L) baseline per sample token: the greedy sequence's reward for the same sentence index.
+
+    Sentence q of the sample is baselined by greedy sentence q's differential reward; greedy
+    sentences past the sample's last sentence are added to that last sentence, so each row's
+    sentence baselines sum to r(greedy).
+    """
+    sample_sentence = _sentence_index(sample, end_ids)  # (B, L), -1 on padding
+    greedy_sentence = _sentence_index(greedy, end_ids)
+    B = sample.size(0)
+    n_sentences = int(max(sample_sentence.max(), greedy_sentence.max())) + 1
+    # reward of each greedy sentence (every token of a sentence carries it; padding goes to a spare column)
+    greedy_reward = torch.zeros(B, n_sentences + 1)
+    idx = torch.where(greedy_sentence >= 0, greedy_sentence, torch.full_like(greedy_sentence, n_sentences))
+    greedy_reward.scatter_(1, idx, greedy_token_rewards)
+    greedy_reward = greedy_reward[:, :n_sentences]
+    last = sample_sentence.max(1).values.clamp_min(0)  # (B,) the sample's last sentence index
+    tail = torch.arange(n_sentences).unsqueeze(0) >= last.unsqueeze(1)  # sentences folded into the last one
+    folded = (greedy_reward * tail).sum(1)  # (B,)
+    per_sentence = torch.where(tail, torch.zeros_like(greedy_reward), greedy_reward)
+    per_sentence.scatter_(1, last.unsqueeze(1), folded.unsqueeze(1))
+    baseline = per_sentence.gather(1, sample_sentence.clamp_min(0))
+    return baseline * (sample_sentence >= 0)
+
+
+def _sentence_index(tokens: torch.Tensor, end_ids: list[int]) -> torch.Tensor:
+    """(B, L) index of the sentence each token belongs to (a delimiter closes its sentence; EOS
+    belongs to the last sentence); -1 on padding."""
+    is_end = torch.isin(tokens, torch.tensor(end_ids, dtype=tokens.dtype))
+    before = F.pad(is_end.long().cumsum(1), (1, 0))[:, :-1]  # delimiters strictly before t
+    valid = tokens != PAD_ID
+    index = before.clone()
+    # EOS right after a delimiter belongs to the sentence the delimiter closed
+    eos_after_end = (tokens == EOS_ID) & (F.pad(is_end, (1, 0))[:, :-1]) & (before > 0)
+    index = index - eos_after_end.long()
+    return torch.where(valid, index, torch.full_like(index, -1))
+
+
+def build_objective(train_config, vocab: Vocabulary):
+    """The objective named by ``train.objective``: mle, mle+sem, rl, mixed, mixed+sem."""
+    name = train_config.objective
+    ends = sentence_end_ids(vocab)
+    sem = train_config.sem_weight if name.endswith("+sem") else 0.0
+    if name in ("mle", "mle+sem"):
+        return MLE(sem, ends)
+    if name in ("rl", "mixed", "mixed+sem"):
+        gamma = 1.0 if name == "rl" else train_config.gamma
+        return SelfCritical(ends, gamma=gamma, sem_weight=sem, intermediate=train_config.intermediate_rewards,
+                            reward=train_config.reward, max_length=train_config.rl_max_length)
+    raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")

@@ -1,8 +1,10 @@
 """The training loop: one loop for every model and objective.
 
 A run directory holds ``config.yaml``, ``vocab.txt``, ``metrics.jsonl`` (one JSON object per logged
-step or validation) and ``checkpoints/{last,best}.pt``. ``best`` is chosen by the lowest validation
-NLL per token (the paper's model selection for MLE models).
+step or validation) and ``checkpoints/{last,best}.pt``. ``best`` is chosen as in the paper: MLE
+models by the lowest validation NLL per token, models trained with RL by the highest ROUGE-L F1 of
+greedy summaries of a validation sample (``train.valid_rouge_docs`` documents). The metric and its
+best value are recorded in every checkpoint under ``selection``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentsum.corpus import load_examples
 from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
 from agentsum.models import build_model
 from agentsum.objectives import MLE, build_objective
+from agentsum.search import SearchConfig
 from agentsum.vocab import Vocabulary
 
 
@@ -52,6 +55,16 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
         tokens += stats["tokens"]
     model.train()
     return total / max(tokens, 1)
+
+
+def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, batch_size: int, max_length: int) -> float:
+    """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``."""
+    from agentsum.evaluate import evaluate_model
+
+    model.eval()
+    _, scores = evaluate_model(model, vocab, docs, SearchConfig(beam_size=1, max_length=max_length), batch_size)
+    model.train()
+    return scores["rougeLsum"]
 
 
 def _rng_state() -> dict:
@@ -89,19 +102,23 @@ class Trainer:
         log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
             f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
 
+        init_from = None if resume else (init_from or t.init_from)
         previous = read_checkpoint(resume or init_from) if (resume or init_from) else None
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
-        self.objective = build_objective(t.objective)
+        self.objective = build_objective(t, self.vocab)
         self.step = 0
-        self.best_valid = math.inf
+        self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)
+        self.best: float | None = None
         if previous is not None:
             self.model.load_state_dict(previous["model"])
             if resume:
                 self.optimizer.load_state_dict(previous["optimizer"])
                 self.step = int(previous["step"])
-                self.best_valid = float(previous.get("best_valid", math.inf))
+                selection = previous.get("selection", {})
+                if selection.get("metric") == self.selection:
+                    self.best = selection.get("best")
                 if "rng" in previous:
                     _set_rng_state(previous["rng"])
                 log(f"resumed from {resume} at step {self.step}")
@@ -121,8 +138,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "vocab": self.vocab.save(),
             "step": self.step,
-            "best_valid": self.best_valid,
-            "selection": {"metric": "valid_nll", "value": self.best_valid},
+            "selection": {"metric": self.selection, "best": self.best},
             "rng": _rng_state(),
         }
 
@@ -131,15 +147,24 @@ class Trainer:
         self.metrics.flush()
 
     def validate_and_save(self) -> None:
+        improved = True
         if self.valid_docs:
-            nll = validation_nll(self.model, self.valid_docs, self.vocab, self.config.train.batch_size)
-            improved = nll < self.best_valid
-            self.best_valid = min(self.best_valid, nll)
-            log(f"step {self.step}: validation NLL {nll:.4f} per token (ppl {math.exp(min(nll, 50)):.1f})"
-                + (" — new best" if improved else f" (best {self.best_valid:.4f})"))
-            self._record(valid_nll=nll)
-        else:
-            improved = True
+            t = self.config.train
+            values = {"valid_nll": validation_nll(self.model, self.valid_docs, self.vocab, t.batch_size)}
+            if self.selection == "valid_rougeL":
+                values["valid_rougeL"] = validation_rouge_l(self.model, self.valid_docs[: t.valid_rouge_docs],
+                                                            self.vocab, t.batch_size, self.config.search.max_length)
+            value = values[self.selection]
+            lower_is_better = self.selection == "valid_nll"
+            improved = self.best is None or (value < self.best if lower_is_better else value > self.best)
+            if improved:
+                self.best = value
+            nll = values["valid_nll"]
+            shown = f"validation NLL {nll:.4f} per token (ppl {math.exp(min(nll, 50)):.1f})"
+            if "valid_rougeL" in values:
+                shown += f", ROUGE-L {values['valid_rougeL']:.2f}"
+            log(f"step {self.step}: {shown}" + (f" — new best {self.selection}" if improved else f" (best {self.best:.4f})"))
+            self._record(**values)
         state = self._state()
         save_checkpoint(state, self.ckpt_dir / "last.pt")
         if improved:
@@ -167,6 +192,7 @@ class Trainer:
                 self.optimizer.step()
                 self.step += 1
                 window_loss += stats["loss"]
+                window_stats = stats
                 window_tokens += batch.num_source_tokens() + batch.num_target_tokens()
                 window_steps += 1
                 if self.step % t.log_every == 0:
@@ -177,11 +203,14 @@ class Trainer:
                     remaining = (t.max_steps - self.step) * per_step
                     if deadline is not None:
                         remaining = min(remaining, deadline - time.perf_counter())
-                    log(f"step {self.step}/{t.max_steps}  loss {window_loss / window_steps:.4f}  "
+                    rewards = (f"  reward {window_stats['reward_sample']:.3f}/{window_stats['reward_greedy']:.3f} (sample/greedy)"
+                               if "reward_sample" in window_stats else "")
+                    log(f"step {self.step}/{t.max_steps}  loss {window_loss / window_steps:.4f}{rewards}  "
                         f"{rate:,.0f} tok/s  grad {float(grad_norm):.2f}  elapsed {_format_duration(total)}  "
                         f"eta {_format_duration(remaining)}")
+                    extra = {k: v for k, v in window_stats.items() if k.startswith("reward") or k in ("rl", "nll")}
                     self._record(loss=window_loss / window_steps, tokens_per_s=rate, grad_norm=float(grad_norm),
-                                 lr=self.optimizer.param_groups[0]["lr"])
+                                 lr=self.optimizer.param_groups[0]["lr"], **extra)
                     window_loss, window_tokens, window_steps, window_start = 0.0, 0, 0, time.perf_counter()
                 if self.step % t.valid_every == 0:
                     self.validate_and_save()
@@ -192,7 +221,7 @@ class Trainer:
         if self.step % t.valid_every != 0 or self.step == 0:
             self.validate_and_save()
         log(f"done: {self.step} steps in {_format_duration(time.perf_counter() - started)}; "
-            f"best validation NLL {self.best_valid:.4f}; checkpoints in {self.ckpt_dir}")
+            f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
         self.metrics.close()
         return self.ckpt_dir / "best.pt"
 

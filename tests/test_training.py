@@ -89,7 +89,7 @@ def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
     first.run()
     last = tmp_path / "b" / "run" / "checkpoints" / "last.pt"
     state = read_checkpoint(last)
-    assert state["step"] == 4 and set(state) >= {"model", "optimizer", "config", "vocab", "step", "rng", "best_valid"}
+    assert state["step"] == 4 and set(state) >= {"model", "optimizer", "config", "vocab", "step", "rng", "selection"}
     resumed = Trainer(tiny_config(tmp_path / "b", corpus, **{"train.max_steps": 8, "train.valid_every": 4}),
                       resume=str(last))
     assert resumed.step == 4

@@ -1,0 +1,175 @@
+"""Objectives of DCA section 3: MLE, semantic cohesion, self-critical RL, mixed loss; presets m1-m7."""
+
+import math
+
+import pytest
+import torch
+
+from agentsum.batch import make_batch
+from agentsum.checkpoint import read_checkpoint
+from agentsum.config import load_config, preset_names
+from agentsum.models.dca import DCA, DCAConfig
+from agentsum.objectives import (MLE, SelfCritical, _as_targets, sample_and_greedy, semantic_cohesion,
+                                 sentence_baselines, sentence_end_ids)
+from agentsum.reward import sentence_reward_matrix, sequence_rewards
+from agentsum.search import SearchConfig, greedy_search
+from agentsum.train import Trainer
+from agentsum.vocab import EOS_ID, PAD_ID, Vocabulary
+from test_training import synthetic_corpus, write_jsonl
+
+WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw !".split()
+VOCAB = Vocabulary.build([WORDS])
+DOT = VOCAB.id(".")
+DOCS = [[["the", "cat", "sat", "on", "the", "mat", "."], ["the", "dog", "ran", "."]],
+        [["a", "big", "red", "house", "."], ["the", "tree", "saw", "a", "cat", "."]]]
+SUMMARIES = [["the", "cat", "sat", ".", "the", "dog", "ran", "."], ["a", "red", "house", "."]]
+
+
+def tiny_model(seed=0, **kw):
+    torch.manual_seed(seed)
+    return DCA(DCAConfig(vocab_size=len(VOCAB), embedding_size=8, hidden_size=12, **kw))
+
+
+def test_semantic_cohesion_equals_hand_computed_cosines():
+    states = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [3.0, 4.0], [1.0, 1.0]],
+                           [[1.0, 2.0], [2.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]])
+    # doc 1: delimiters at t = 0, 2, 3 -> cos(s2, s0) + cos(s3, s2); doc 2: one sentence -> 0
+    cat = VOCAB.id("cat")
+    targets = torch.tensor([[DOT, cat, DOT, DOT, EOS_ID], [cat, DOT, EOS_ID, PAD_ID, PAD_ID]])
+    mask = targets != PAD_ID
+    sem = semantic_cohesion(states, targets, mask, [DOT])
+    expected = 0.0 + 4.0 / 5.0  # cos((0,1),(1,0)) = 0; cos((3,4),(0,1)) = 4/5
+    assert sem[0].item() == pytest.approx(expected)
+    assert sem[1].item() == 0.0
+    # padding is never a delimiter, even if it holds the delimiter id
+    targets[1, 3] = DOT
+    assert semantic_cohesion(states, targets, mask, [DOT])[1].item() == 0.0
+
+
+def test_mle_sem_adds_lambda_times_cohesion():
+    model = tiny_model()
+    batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    plain, s0 = MLE()(model, batch)
+    with_sem, s1 = MLE(0.1, sentence_end_ids(VOCAB))(model, batch)
+    assert s1["nll_sum"] == pytest.approx(s0["nll_sum"])
+    assert s1["sem_sum"] != 0
+    assert with_sem.item() == pytest.approx(plain.item() + 0.1 * s1["sem_sum"] / s1["tokens"], rel=1e-5)
+
+
+def test_sample_and_greedy_greedy_matches_greedy_search():
+    model = tiny_model().eval()
+    batch = make_batch(DOCS, VOCAB)
+    sample, greedy = sample_and_greedy(model, model.encode(batch), 2, max_length=12)
+    hyps = greedy_search(model, batch, SearchConfig(beam_size=1, max_length=12, block_trigrams=False))
+    for b in range(2):
+        row = [t for t in greedy[b].tolist() if t not in (PAD_ID, EOS_ID)]
+        assert row == hyps.tokens[b]
+    assert sample.shape == greedy.shape == (2, 12)
+
+
+def test_teacher_forced_log_probs_of_a_sample_equal_its_sampling_distributions():
+    model = tiny_model(pointer="multi", contextual_agent_attention=True).eval()
+    batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    enc = model.encode(batch)
+    sample, _ = sample_and_greedy(model, enc, 2, max_length=6, generator=torch.Generator().manual_seed(3))
+    forced = model(_as_targets(batch, sample), enc).dist.log_prob(sample)
+    state, inputs = model.init_state(enc), torch.full((2,), 2)
+    for t in range(sample.size(1)):
+        log_probs, state, _ = model.step(enc, state, inputs)
+        live = sample[:, t] != PAD_ID
+        step_lp = log_probs.gather(1, sample[:, t:t + 1]).squeeze(1)
+        assert torch.allclose(step_lp[live], forced[live, t], atol=1e-5)
+        inputs = sample[:, t].masked_fill(~live, EOS_ID)
+
+
+def test_sentence_advantages_sum_to_sequence_advantage():
+    w = [VOCAB.id(x) for x in "the cat sat dog ran tree".split()]
+    reference = torch.tensor([[w[0], w[1], DOT, w[2], w[3], DOT, EOS_ID]])
+    sample = torch.tensor([[w[0], w[1], DOT, w[5], DOT, w[2], w[3], DOT, EOS_ID]])
+    greedy = torch.tensor([[w[0], DOT, w[2], DOT, w[3], DOT, w[4], DOT, EOS_ID]])  # more sentences than the sample
+    sample_tok, r_sample = sentence_reward_matrix(sample, reference, [DOT])
+    greedy_tok, r_greedy = sentence_reward_matrix(greedy, reference, [DOT])
+    baseline = sentence_baselines(sample, greedy, greedy_tok, [DOT])
+    # one value per sentence: take each sentence's first token
+    firsts = [0, 3, 5]
+    advantages = [(sample_tok[0, i] - baseline[0, i]).item() for i in firsts]
+    assert sum(advantages) == pytest.approx((r_sample - r_greedy).item())
+    assert sum(baseline[0, i].item() for i in firsts) == pytest.approx(r_greedy.item())
+    assert torch.allclose(sequence_rewards(sample, reference), r_sample)
+
+
+def _log_prob_of(model, batch, tokens):
+    with torch.no_grad():
+        return model(_as_targets(batch, tokens)).dist.log_prob(tokens).masked_fill(tokens == PAD_ID, 0).sum(1)
+
+
+@pytest.mark.parametrize("intermediate", [False, True])
+def test_rl_step_raises_winning_sample_and_lowers_losing_one(intermediate):
+    model = tiny_model(pointer="multi")
+    batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    objective = SelfCritical(sentence_end_ids(VOCAB), gamma=1.0, intermediate=intermediate)
+    reference = batch.tgt_out
+    # doc 1's sample reproduces the reference (beats a greedy "a ." baseline); doc 2's sample is
+    # worse than its greedy baseline, which is the reference itself.
+    sample = torch.tensor([reference[0].tolist(), [VOCAB.id("blue"), DOT, EOS_ID] + [PAD_ID] * 6])
+    greedy = torch.tensor([[VOCAB.id("a"), DOT, EOS_ID] + [PAD_ID] * 6, reference[1].tolist()])
+    adv, stats = objective.advantages(sample, greedy, reference)
+    assert stats["reward_sample"] != stats["reward_greedy"]
+    before = _log_prob_of(model, batch, sample)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = objective.rl_sum(model, batch, sample, adv) / 10
+    loss.backward()
+    optimizer.step()
+    after = _log_prob_of(model, batch, sample)
+    assert after[0] > before[0]  # won: more likely
+    assert after[1] < before[1]  # lost: less likely
+
+
+def test_mixed_objective_trains_and_reports_rewards():
+    model = tiny_model(pointer="multi", contextual_agent_attention=True)
+    batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    objective = SelfCritical(sentence_end_ids(VOCAB), gamma=0.97, sem_weight=0.1, max_length=10)
+    loss, stats = objective(model, batch)
+    loss.backward()
+    assert math.isfinite(loss.item())
+    assert {"reward_sample", "reward_greedy", "rl", "nll"} <= set(stats)
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+TABLE_1 = {  # preset: (agents, objective, pointer, communication, caa)
+    "m1": (1, "mle", "single", False, False),
+    "m2": (1, "mle+sem", "single", False, False),
+    "m3": (1, "mixed", "single", False, False),
+    "m4": (3, "mle+sem", "single", False, False),
+    "m5": (3, "mle+sem", "multi", True, False),
+    "m6": (3, "mle+sem", "multi", True, True),
+    "m7": (3, "mixed+sem", "multi", True, True),
+    "m7-2agents": (2, "mixed+sem", "multi", True, True),
+    "m7-5agents": (5, "mixed+sem", "multi", True, True),
+}
+
+
+def test_presets_follow_table_1():
+    assert set(TABLE_1) <= set(preset_names())
+    for name, (agents, objective, pointer, comm, caa) in TABLE_1.items():
+        c = load_config(name)
+        assert (c.data.agents, c.train.objective, c.model["pointer"], c.model["communication"],
+                c.model["contextual_agent_attention"]) == (agents, objective, pointer, comm, caa), name
+    assert load_config("m3").train.intermediate_rewards is False
+    assert load_config("m7").train.intermediate_rewards is True
+    assert load_config("m7").train.lr == 1e-5 and load_config("m7").train.gamma == 0.97
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_1))
+def test_each_preset_trains_two_steps(name, tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(8))
+    config = load_config(name, [f"data.train={corpus}", f"data.valid={{path: {corpus}, end: 2}}",
+                                f"train.run_dir={tmp_path / 'run'}", "train.init_from=null", "train.max_steps=2",
+                                "train.valid_every=2", "train.batch_size=4", "train.rl_max_length=12",
+                                "search.max_length=12", "model.hidden_size=32", "model.embedding_size=16"])
+    trainer = Trainer(config)
+    trainer.run()
+    assert trainer.step == 2
+    state = read_checkpoint(tmp_path / "run" / "checkpoints" / "best.pt")
+    expected = "valid_rougeL" if TABLE_1[name][1].startswith("mixed") else "valid_nll"
+    assert state["selection"]["metric"] == expected and state["selection"]["best"] is not None
