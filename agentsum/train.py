@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from agentsum.checkpoint import read_checkpoint, save_checkpoint
+from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.config import Config, DataSource
 from agentsum.corpus import load_examples
 from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
@@ -112,7 +112,11 @@ class Trainer:
         self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)
         self.best: float | None = None
         if previous is not None:
-            self.model.load_state_dict(previous["model"])
+            try:
+                self.model.load_state_dict(previous["model"])
+            except RuntimeError as e:
+                raise CheckpointError(f"{resume or init_from}: its weights do not fit this configuration's model "
+                                      f"(check the model section against the checkpoint's): {e}") from None
             if resume:
                 self.optimizer.load_state_dict(previous["optimizer"])
                 self.step = int(previous["step"])
