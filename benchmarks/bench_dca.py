@@ -7,6 +7,9 @@ noisy, ratios measured side by side are what to compare.
     python benchmarks/bench_dca.py                         # m1 (1 agent) vs m5 (3 agents)
     python benchmarks/bench_dca.py --presets m1 m4 m5 m6 --steps 10 --decode-docs 32
     python benchmarks/bench_dca.py --set data.vocab_size=20000 --threads 2
+    python benchmarks/bench_dca.py --presets demo "demo:train.objective=mixed+sem" --checkpoint runs/demo/checkpoints/best.pt
+
+A preset may carry overrides after a colon (``m6:data.agents=5,model.hidden_size=256``).
 
 Training tokens/s counts real (unpadded) source and target tokens per second of
 forward + backward + Adam step. Decoding documents/s is measured with untrained weights unless
@@ -41,7 +44,8 @@ def measure(preset: str, args) -> dict:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    config = load_config(preset, args.overrides)
+    name, _, extra = preset.partition(":")
+    config = load_config(name, args.overrides + [x for x in extra.split(",") if x])
     examples = load_examples(str(args.data), end=args.docs)
     docs = prepare_all(examples, config.data)
     vocab = build_vocab(docs, config.data.vocab_size)
@@ -51,7 +55,7 @@ def measure(preset: str, args) -> dict:
 
         model, vocab, _, _ = load_model(args.checkpoint)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
-    objective = build_objective(config.train.objective)
+    objective = build_objective(config.train, vocab)
     batches = iterate_batches(docs, vocab, config.train.batch_size, seed=0)
 
     model.train()
@@ -124,10 +128,11 @@ def main() -> None:
         print(f"measured {preset}", file=sys.stderr)
     base = results[0]
     keys = ["train_tokens_per_s", "train_s_per_step", "decode_greedy_docs_per_s", "decode_beam5_docs_per_s", "peak_rss_mb"]
-    print(f"{'preset':8} {'agents':>6} {'params':>8} " + " ".join(f"{k:>26}" for k in keys))
+    width = max(8, *(len(r["preset"]) for r in results))
+    print(f"{'preset':{width}} {'agents':>6} {'params':>8} " + " ".join(f"{k:>26}" for k in keys))
     for r in results:
         cells = [f"{r[k]:>12.2f} ({r[k] / base[k]:>5.2f}x)".rjust(26) for k in keys]
-        print(f"{r['preset']:8} {r['agents']:>6} {r['parameters'] / 1e6:>7.2f}M " + " ".join(cells))
+        print(f"{r['preset']:{width}} {r['agents']:>6} {r['parameters'] / 1e6:>7.2f}M " + " ".join(cells))
     print(f"ratios are against {base['preset']}, measured in the same run; {args.threads} threads")
     if args.out:
         with args.out.open("a") as f:
