@@ -15,7 +15,7 @@ from agentsum.reward import sentence_reward_matrix, sequence_rewards
 from agentsum.search import SearchConfig, greedy_search
 from agentsum.train import Trainer
 from agentsum.vocab import EOS_ID, PAD_ID, Vocabulary
-from test_training import synthetic_corpus, write_jsonl
+from conftest import synthetic_rows as synthetic_corpus, write_jsonl
 
 WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw !".split()
 VOCAB = Vocabulary.build([WORDS])

@@ -1,7 +1,6 @@
 """Training end to end: overfitting, checkpoints and resume, and the command line."""
 
 import json
-import random
 
 import pytest
 import torch
@@ -15,27 +14,10 @@ from agentsum.objectives import MLE
 from agentsum.search import SearchConfig, search, to_words
 from agentsum.train import Trainer
 from agentsum.vocab import Vocabulary
-
-ANIMALS = "cat dog fox owl bee cow pig hen ant elk".split()
-PLACES = "park river house field forest garden market school bridge tower".split()
-VERBS = "saw chased found followed met heard".split()
-
+from conftest import synthetic_rows, write_jsonl
 
 def synthetic_corpus(n: int, seed: int = 0):
-    """Articles of a few sentences whose summary restates two facts of the article."""
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        facts = [(rng.choice(ANIMALS), rng.choice(VERBS), rng.choice(ANIMALS), rng.choice(PLACES)) for _ in range(5)]
-        article = " ".join(f"The {a} {v} a {b} near the {p}." for a, v, b, p in facts)
-        summary = "\n".join(f"the {a} {v} a {b} ." for a, v, b, _ in (facts[0], facts[3]))
-        rows.append({"id": f"doc{i}", "article": article, "summary": summary})
-    return rows
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
+    return synthetic_rows(n, seed)
 
 
 def test_tiny_model_overfits_eight_examples_and_greedy_reproduces_them():
