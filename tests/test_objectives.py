@@ -15,7 +15,7 @@ from agentsum.reward import sentence_reward_matrix, sequence_rewards
 from agentsum.search import SearchConfig, greedy_search
 from agentsum.train import Trainer
 from agentsum.vocab import EOS_ID, PAD_ID, Vocabulary
-from conftest import synthetic_rows as synthetic_corpus, write_jsonl
+from conftest import synthetic_rows, write_jsonl
 
 WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw !".split()
 VOCAB = Vocabulary.build([WORDS])
@@ -162,7 +162,7 @@ def test_presets_follow_table_1():
 
 @pytest.mark.parametrize("name", sorted(TABLE_1))
 def test_each_preset_trains_two_steps(name, tmp_path):
-    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(8))
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
     config = load_config(name, [f"data.train={corpus}", f"data.valid={{path: {corpus}, end: 2}}",
                                 f"train.run_dir={tmp_path / 'run'}", "train.init_from=null", "train.max_steps=2",
                                 "train.valid_every=2", "train.batch_size=4", "train.rl_max_length=12",

@@ -16,10 +16,6 @@ from agentsum.train import Trainer
 from agentsum.vocab import Vocabulary
 from conftest import synthetic_rows, write_jsonl
 
-def synthetic_corpus(n: int, seed: int = 0):
-    return synthetic_rows(n, seed)
-
-
 def test_tiny_model_overfits_eight_examples_and_greedy_reproduces_them():
     torch.manual_seed(0)
     docs = [
@@ -62,7 +58,7 @@ def tiny_config(tmp_path, corpus, **overrides):
 
 
 def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
-    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(24))
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(24))
     # Uninterrupted: 8 steps.
     full = Trainer(tiny_config(tmp_path / "a", corpus, **{"train.max_steps": 8, "train.valid_every": 4}))
     full.run()
@@ -95,8 +91,8 @@ def test_unreadable_checkpoints_give_clear_errors(tmp_path):
 
 
 def test_cli_train_summarize_evaluate_lead3(tmp_path, capsys):
-    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_corpus(16))
-    test = write_jsonl(tmp_path / "test.jsonl", synthetic_corpus(5, seed=1))
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    test = write_jsonl(tmp_path / "test.jsonl", synthetic_rows(5, seed=1))
     run = tmp_path / "run"
     assert main(["train", "--config", "tiny", "--run-dir", str(run), "--set", f"data.train={corpus}",
                  "--set", f"data.valid={test}", "--set", "train.max_steps=6", "--set", "train.valid_every=3"]) == 0
