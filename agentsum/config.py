@@ -80,6 +80,7 @@ class TrainConfig:
     max_minutes: float | None = None  # stop (and checkpoint) after this much wall-clock training
     valid_every: int = 500
     log_every: int = 20
+    tensorboard: bool = True  # also write TensorBoard scalars to RUN_DIR/tensorboard (if installed)
     seed: int = 1
     threads: int | None = None  # torch intra-op threads; None = torch's default
     run_dir: str = "runs/default"

@@ -9,10 +9,8 @@ best value are recorded in every checkpoint under ``selection``.
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -24,13 +22,10 @@ from agentsum.config import Config, DataSource
 from agentsum.corpus import load_examples
 from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
 from agentsum.models import build_model
+from agentsum.monitor import TrainingMonitor, format_duration, log
 from agentsum.objectives import MLE, build_objective
 from agentsum.search import SearchConfig
 from agentsum.vocab import Vocabulary
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def load_documents(source: DataSource, config: Config) -> list[Document]:
@@ -74,12 +69,6 @@ def _rng_state() -> dict:
 def _set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate((3, tuple(state["python"]), state["python_pos"]))
-
-
-def _format_duration(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    h, rest = divmod(seconds, 3600)
-    return f"{h}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 class Trainer:
@@ -128,12 +117,11 @@ class Trainer:
                 log(f"resumed from {resume} at step {self.step}")
             else:
                 log(f"initialised weights from {init_from}")
-        self.first_step = self.step
         n_params = sum(p.numel() for p in self.model.parameters())
         log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary {len(self.vocab)}")
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
         (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
-        self.metrics = (self.run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self.monitor: TrainingMonitor | None = None
 
     def _state(self) -> dict:
         return {
@@ -145,10 +133,6 @@ class Trainer:
             "selection": {"metric": self.selection, "best": self.best},
             "rng": _rng_state(),
         }
-
-    def _record(self, **values) -> None:
-        self.metrics.write(json.dumps({"step": self.step, "time": time.time(), **values}) + "\n")
-        self.metrics.flush()
 
     def validate_and_save(self) -> None:
         improved = True
@@ -167,8 +151,9 @@ class Trainer:
             shown = f"validation NLL {nll:.4f} per token (ppl {math.exp(min(nll, 50)):.1f})"
             if "valid_rougeL" in values:
                 shown += f", ROUGE-L {values['valid_rougeL']:.2f}"
-            log(f"step {self.step}: {shown}" + (f" — new best {self.selection}" if improved else f" (best {self.best:.4f})"))
-            self._record(**values)
+            self.monitor.message(f"step {self.step}: {shown}"
+                                 + (f" — new best {self.selection}" if improved else f" (best {self.best:.4f})"))
+            self.monitor.record(self.step, **values)
         state = self._state()
         save_checkpoint(state, self.ckpt_dir / "last.pt")
         if improved:
@@ -178,7 +163,8 @@ class Trainer:
         t = self.config.train
         started = time.perf_counter()
         deadline = started + t.max_minutes * 60 if t.max_minutes else None
-        window_loss, window_tokens, window_steps, window_start = 0.0, 0, 0, time.perf_counter()
+        self.monitor = TrainingMonitor(self.run_dir, max_steps=t.max_steps, start_step=self.step,
+                                       log_every=t.log_every, deadline=deadline, tensorboard=t.tensorboard)
         self.model.train()
         batches = iterate_batches(self.train_docs, self.vocab, t.batch_size, seed=t.seed, start_step=self.step,
                                   window=t.bucket_batches)
@@ -187,7 +173,8 @@ class Trainer:
                 _, batch = next(batches)
                 loss, stats = self.objective(self.model, batch)
                 if not torch.isfinite(loss):
-                    log(f"step {self.step}: non-finite loss ({loss.item()}) on documents {batch.ids[:4]}...; batch skipped")
+                    self.monitor.message(f"step {self.step}: non-finite loss ({loss.item()}) on documents "
+                                         f"{batch.ids[:4]}; batch skipped")
                     self.step += 1
                     continue
                 self.optimizer.zero_grad(set_to_none=True)
@@ -195,38 +182,20 @@ class Trainer:
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
                 self.optimizer.step()
                 self.step += 1
-                window_loss += stats["loss"]
-                window_stats = stats
-                window_tokens += batch.num_source_tokens() + batch.num_target_tokens()
-                window_steps += 1
-                if self.step % t.log_every == 0:
-                    elapsed = time.perf_counter() - window_start
-                    rate = window_tokens / elapsed
-                    total = time.perf_counter() - started
-                    per_step = total / max(self.step - self.first_step, 1)
-                    remaining = (t.max_steps - self.step) * per_step
-                    if deadline is not None:
-                        remaining = min(remaining, deadline - time.perf_counter())
-                    rewards = (f"  reward {window_stats['reward_sample']:.3f}/{window_stats['reward_greedy']:.3f} (sample/greedy)"
-                               if "reward_sample" in window_stats else "")
-                    log(f"step {self.step}/{t.max_steps}  loss {window_loss / window_steps:.4f}{rewards}  "
-                        f"{rate:,.0f} tok/s  grad {float(grad_norm):.2f}  elapsed {_format_duration(total)}  "
-                        f"eta {_format_duration(remaining)}")
-                    extra = {k: v for k, v in window_stats.items() if k.startswith("reward") or k in ("rl", "nll")}
-                    self._record(loss=window_loss / window_steps, tokens_per_s=rate, grad_norm=float(grad_norm),
-                                 lr=self.optimizer.param_groups[0]["lr"], **extra)
-                    window_loss, window_tokens, window_steps, window_start = 0.0, 0, 0, time.perf_counter()
+                self.monitor.step(self.step, stats, batch.num_source_tokens() + batch.num_target_tokens(),
+                                  float(grad_norm), self.optimizer.param_groups[0]["lr"])
                 if self.step % t.valid_every == 0:
                     self.validate_and_save()
+            if self.step % t.valid_every != 0 or self.step == 0:
+                self.validate_and_save()
         except KeyboardInterrupt:
-            log(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
+            self.monitor.message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
             save_checkpoint(self._state(), self.ckpt_dir / "last.pt")
             raise
-        if self.step % t.valid_every != 0 or self.step == 0:
-            self.validate_and_save()
-        log(f"done: {self.step} steps in {_format_duration(time.perf_counter() - started)}; "
+        finally:
+            self.monitor.close()
+        log(f"done: {self.step} steps in {format_duration(time.perf_counter() - started)}; "
             f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
-        self.metrics.close()
         return self.ckpt_dir / "best.pt"
 
 

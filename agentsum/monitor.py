@@ -1,0 +1,108 @@
+"""What a training run shows and records: a progress display, ``metrics.jsonl`` and TensorBoard.
+
+* On a terminal, a rich progress bar with step, loss, tokens/s, rewards (RL) and ETA; elsewhere (logs,
+  CI, ``nohup``) one plain line every ``log_every`` steps.
+* ``RUN_DIR/metrics.jsonl``: one JSON object per logged step or validation (read by ``agentsum plot``).
+* ``RUN_DIR/tensorboard/``: the same scalars for TensorBoard, when the ``tensorboard`` package is
+  installed (``tensorboard --logdir runs``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _tensorboard_writer(directory: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard not installed: metrics.jsonl only
+        return None
+    return SummaryWriter(log_dir=str(directory))
+
+
+class TrainingMonitor:
+    def __init__(self, run_dir: Path, *, max_steps: int, start_step: int, log_every: int,
+                 deadline: float | None = None, tensorboard: bool = True, live: bool | None = None):
+        self.max_steps = max_steps
+        self.log_every = log_every
+        self.deadline = deadline
+        self.start_step = start_step
+        self.started = time.perf_counter()
+        self.metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self.writer = _tensorboard_writer(run_dir / "tensorboard") if tensorboard else None
+        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}
+        self.progress = None
+        if live if live is not None else sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.progress = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                     TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                                     transient=False)
+            total = max_steps if deadline is None else None
+            self.task = self.progress.add_task("train", total=total, completed=start_step, status="")
+            self.progress.start()
+
+    def record(self, step: int, **values) -> None:
+        self.metrics.write(json.dumps({"step": step, "time": time.time(), **values}) + "\n")
+        self.metrics.flush()
+        if self.writer is not None:
+            for key, value in values.items():
+                if isinstance(value, (int, float)):
+                    self.writer.add_scalar(key, value, step)
+
+    def eta(self, step: int) -> float:
+        per_step = (time.perf_counter() - self.started) / max(step - self.start_step, 1)
+        remaining = (self.max_steps - step) * per_step
+        if self.deadline is not None:
+            remaining = min(remaining, self.deadline - time.perf_counter())
+        return remaining
+
+    def step(self, step: int, stats: dict, tokens: int, grad_norm: float, lr: float) -> None:
+        w = self._window
+        w["loss"] += stats["loss"]
+        w["tokens"] += tokens
+        w["steps"] += 1
+        if self.progress is not None:
+            self.progress.update(self.task, completed=step, status=f"loss {stats['loss']:.3f}")
+        if step % self.log_every:
+            return
+        rate = w["tokens"] / max(time.perf_counter() - w["start"], 1e-9)
+        loss = w["loss"] / w["steps"]
+        rewards = {k: stats[k] for k in ("reward_sample", "reward_greedy", "rl", "nll") if k in stats}
+        shown = f"loss {loss:.4f}"
+        if "reward_sample" in rewards:
+            shown += f"  reward {rewards['reward_sample']:.3f}/{rewards['reward_greedy']:.3f} (sample/greedy)"
+        shown += f"  {rate:,.0f} tok/s"
+        if self.progress is not None:
+            self.progress.update(self.task, status=shown)
+        else:
+            log(f"step {step}/{self.max_steps}  {shown}  grad {grad_norm:.2f}  "
+                f"elapsed {format_duration(time.perf_counter() - self.started)}  eta {format_duration(self.eta(step))}")
+        self.record(step, loss=loss, tokens_per_s=rate, grad_norm=grad_norm, lr=lr, **rewards)
+        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}
+
+    def message(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(text)
+        else:
+            log(text)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if self.writer is not None:
+            self.writer.close()
+        self.metrics.close()

@@ -1,0 +1,28 @@
+import json
+
+import pytest
+
+from agentsum.monitor import TrainingMonitor, format_duration
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_monitor_logs_every_n_steps_to_metrics_and_tensorboard(tmp_path, capsys, live):
+    monitor = TrainingMonitor(tmp_path, max_steps=6, start_step=0, log_every=3, live=live)
+    for step in range(1, 7):
+        monitor.step(step, {"loss": float(step), "reward_sample": 0.3, "reward_greedy": 0.2}, tokens=100,
+                     grad_norm=1.0, lr=1e-3)
+    monitor.record(6, valid_nll=2.5)
+    monitor.close()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [3, 6, 6]
+    assert rows[0]["loss"] == pytest.approx(2.0) and rows[1]["loss"] == pytest.approx(5.0)  # window means
+    assert rows[0]["reward_sample"] == 0.3 and rows[2]["valid_nll"] == 2.5
+    assert any((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    err = capsys.readouterr().err
+    if not live:
+        assert "step 3/6  loss 2.0000  reward 0.300/0.200 (sample/greedy)" in err
+
+
+def test_format_duration():
+    assert format_duration(3725.9) == "1:02:05"
+    assert format_duration(-3) == "0:00:00"
