@@ -12,7 +12,25 @@ from pathlib import Path
 from agentsum.config import ConfigError, load_config, preset_names
 
 EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
-               "directory of them, or hf:cnn_dailymail:3.0.0:test (needs `pip install agentsum[hf]` and a network).")
+               "directory of them, an LCSTS PART file or TSV, or hf:cnn_dailymail:3.0.0:test (needs "
+               "`pip install agentsum[hf]` and a network).")
+
+
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, metavar="DATA")
+    p.add_argument("--start", type=int, help="first row (0-based)")
+    p.add_argument("--end", type=int, help="row after the last")
+    p.add_argument("--min-human-label", type=int,
+                   help="LCSTS PART II/III: keep pairs scored at least this (3 = the standard test set)")
+
+
+def _load_examples(args, d):
+    from agentsum.corpus import load_examples
+
+    label = args.min_human_label if args.min_human_label is not None else d.min_human_label
+    return load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
+                         summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
+                         min_human_label=label)
 
 
 def _add_search_options(p: argparse.ArgumentParser) -> None:
@@ -67,19 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
                                    "rougeLsum), writing predictions.txt, predictions.jsonl and scores.json to --out.")
     p.add_argument("--checkpoint", required=True)
-    p.add_argument("--data", required=True, metavar="DATA")
-    p.add_argument("--start", type=int, help="first row (0-based)")
-    p.add_argument("--end", type=int, help="row after the last")
+    _add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
     _add_search_options(p)
 
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
-                       description="The first three sentences of each article as its summary, tokenized and scored "
-                                   "exactly like model outputs.")
-    p.add_argument("--data", required=True, metavar="DATA")
-    p.add_argument("--start", type=int)
-    p.add_argument("--end", type=int)
-    p.add_argument("--config", default=None, help="preset or YAML whose data section gives fields and casing")
+                       description="The first three sentences of each article (or its first N characters, the "
+                                   "usual Chinese lead baseline) as its summary, tokenized and scored exactly like "
+                                   "model outputs.")
+    _add_data_options(p)
+    p.add_argument("--config", default=None,
+                   help="preset or YAML whose data section gives language, fields and casing (default: English)")
+    p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
+    p.add_argument("--chars", type=int, help="instead, the first N characters (e.g. for LCSTS)")
     p.add_argument("--out", help="output directory for predictions and scores.json")
     return parser
 
@@ -116,6 +134,7 @@ def cmd_summarize(args) -> int:
     from agentsum.corpus import Example, load_examples, read_text_file
     from agentsum.dataset import prepare_all
     from agentsum.evaluate import summarize_documents
+    from agentsum.language import text_processor
 
     model, vocab, config, _ = load_model(args.checkpoint)
     if args.input.endswith(".jsonl"):
@@ -126,26 +145,24 @@ def cmd_summarize(args) -> int:
     for d in docs:
         if not any(d.agents):
             raise SystemExit(f"agentsum summarize: {d.id}: the article has no words to summarize")
+    language = text_processor(config.data)
     for tokens in summarize_documents(model, vocab, docs, _search_config(args, config), args.batch_size):
-        print(" ".join(tokens))
+        print(language.display(tokens))
     return 0
 
 
 def cmd_evaluate(args) -> int:
     from agentsum.checkpoint import load_model
-    from agentsum.corpus import load_examples
     from agentsum.dataset import prepare_all
     from agentsum.evaluate import evaluate_model, write_results
+    from agentsum.language import text_processor
     from agentsum.rouge import format_rouge
 
     model, vocab, config, _ = load_model(args.checkpoint)
-    d = config.data
-    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
-    docs = prepare_all(examples, d)
+    docs = prepare_all(_load_examples(args, config.data), config.data)
     search_config = _search_config(args, config)
-    predictions, scores = evaluate_model(model, vocab, docs, search_config, args.batch_size,
-                                         _progress(len(docs), "decoding"))
+    predictions, scores = evaluate_model(model, vocab, docs, search_config, text_processor(config.data),
+                                         args.batch_size, _progress(len(docs), "decoding"))
     out = Path(args.out) if args.out else Path(args.checkpoint).parent.parent / f"eval-{Path(args.data).stem}"
     write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)
     print(format_rouge(scores))
@@ -155,22 +172,20 @@ def cmd_evaluate(args) -> int:
 
 def cmd_lead3(args) -> int:
     from agentsum.config import Config
-    from agentsum.corpus import load_examples
-    from agentsum.evaluate import lead3, write_results
+    from agentsum.evaluate import write_results
+    from agentsum.language import text_processor
     from agentsum.rouge import format_rouge
-    from agentsum.text import join_sentences, summary_sentences
 
     d = load_config(args.config).data if args.config else Config().data
-    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
-    from agentsum.rouge import rouge
-
-    predictions = [lead3(e, d.lowercase) for e in examples]
-    references = [join_sentences(summary_sentences(e.summary, lower=d.lowercase)) for e in examples]
-    scores = rouge(predictions, references)
+    language = text_processor(d)
+    examples = _load_examples(args, d)
+    predictions = [language.lead(e.article, args.sentences, args.chars) for e in examples]
+    references = [language.join_sentences(language.summary_sentences(e.summary)) for e in examples]
+    scores = language.rouge(predictions, references)
     if args.out:
         write_results(args.out, predictions, references, [e.id for e in examples], scores)
-    print("Lead-3: " + format_rouge(scores))
+    name = f"Lead-{args.chars} characters" if args.chars else f"Lead-{args.sentences}"
+    print(f"{name}: " + format_rouge(scores))
     return 0
 
 

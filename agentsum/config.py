@@ -55,6 +55,10 @@ class DataConfig:
     summary_field: str = "summary"
     id_field: str = "id"
     lowercase: bool = True
+    language: str = "en"  # en | zh
+    zh_tokenizer: str = "jieba"  # Chinese units: jieba words (as the paper) or char
+    zh_rouge_unit: str = "char"  # Chinese ROUGE on characters (default) or jieba words
+    min_human_label: int | None = None  # LCSTS PART II/III: keep pairs scored >= this (test set: 3)
     agents: int = 3  # M; 1 is the single-agent baseline
     max_article_tokens: int = 400  # paper: 400 or 800
     agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M

@@ -331,11 +331,14 @@ def load_examples(
     skip_bad: bool = False,
     require_summary: bool = True,
     stats: ReadStats | None = None,
+    min_human_label: int | None = None,
 ) -> list[Example]:
     """Read a corpus named by ``spec`` and keep examples ``[start:end)``.
 
     ``hf:NAME[:CONFIG[:SPLIT]]`` -> Hugging Face; a directory -> its ``.story`` files; a
-    ``.story`` file -> one story; anything else -> JSON Lines (``.gz`` allowed). Slicing counts
+    ``.story`` file -> one story; an LCSTS PART file (``<doc id=...>`` blocks) or a ``.tsv`` ->
+    ``agentsum.lcsts`` (``min_human_label`` keeps pairs scored at least that; 3 gives the standard
+    PART III test set); anything else -> JSON Lines (``.gz`` allowed). Slicing counts
     good examples (after skipped rows); non-negative bounds stop reading early.
     The field names apply to JSON Lines; for ``hf:`` a non-default ``summary_field`` is passed on
     (the HF default is ``highlights``).
@@ -354,6 +357,10 @@ def load_examples(
             raise DataError(f"{spec}: no such file or directory")
         if path.is_dir() or path.suffix == ".story":
             examples = read_stories(path if path.is_dir() else [path], skip_bad, require_summary, stats)
+        elif min_human_label is not None or _is_lcsts(path):
+            from agentsum.lcsts import load_lcsts
+
+            examples = load_lcsts(path, min_human_label, skip_bad, require_summary, stats)
         else:
             examples = read_jsonl(
                 path, article_field, summary_field, id_field, skip_bad, require_summary, stats
@@ -367,6 +374,12 @@ def load_examples(
         skipped = f" ({stats.skipped} bad rows skipped)" if stats.skipped else ""
         raise DataError(f"no examples in {spec}{where}{skipped}")
     return result
+
+
+def _is_lcsts(path: Path) -> bool:
+    from agentsum.lcsts import sniff_lcsts
+
+    return path.name.lower().removesuffix(".gz").endswith(".tsv") or sniff_lcsts(path)
 
 
 def read_text_file(path: str | Path) -> str:

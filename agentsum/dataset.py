@@ -13,7 +13,7 @@ from agentsum.agents import default_agent_budget, split_among_agents
 from agentsum.batch import Batch, make_batch
 from agentsum.config import DataConfig
 from agentsum.corpus import Example
-from agentsum.text import article_sentences, join_sentences, summary_sentences
+from agentsum.language import text_processor
 from agentsum.vocab import Vocabulary
 
 
@@ -42,18 +42,19 @@ def agent_budget(cfg: DataConfig) -> int:
 
 def split_article(text: str, cfg: DataConfig) -> list[list[str]]:
     """Article text -> ``cfg.agents`` token lists."""
-    sentences = article_sentences(text, lower=cfg.lowercase)
+    sentences = text_processor(cfg).article_sentences(text)
     return split_among_agents(sentences, cfg.agents, agent_budget(cfg), cfg.max_article_tokens)
 
 
 def prepare(example: Example, cfg: DataConfig) -> Document:
-    summary = summary_sentences(example.summary, lower=cfg.lowercase) if example.summary else []
+    language = text_processor(cfg)
+    summary = language.summary_sentences(example.summary) if example.summary else []
     flat = [tok for sentence in summary for tok in sentence]
     return Document(
         id=example.id,
         agents=split_article(example.article, cfg),
         summary=flat[: cfg.max_summary_tokens],
-        reference=join_sentences(summary),
+        reference=language.join_sentences(summary),
     )
 
 

@@ -9,11 +9,9 @@ from pathlib import Path
 
 import torch
 
-from agentsum.corpus import Example
 from agentsum.dataset import Document, sorted_batches
-from agentsum.rouge import rouge
+from agentsum.language import TextProcessor
 from agentsum.search import SearchConfig, search, to_words
-from agentsum.text import article_sentences, join_sentences, split_generated
 from agentsum.vocab import Vocabulary
 
 
@@ -33,16 +31,6 @@ def summarize_documents(model, vocab: Vocabulary, docs: Sequence[Document], sear
     return results
 
 
-def as_summary_text(tokens: list[str]) -> str:
-    """Generated tokens as text with one sentence per line (the rougeLsum format)."""
-    return join_sentences(split_generated(tokens))
-
-
-def lead3(example: Example, lowercase: bool = True) -> str:
-    """The first three sentences of the article, tokenized like every model output."""
-    return join_sentences(article_sentences(example.article, lower=lowercase)[:3])
-
-
 def write_results(out_dir: str | Path, predictions: Sequence[str], references: Sequence[str], ids: Sequence[str],
                   scores: dict) -> None:
     """predictions.txt (one summary per line, sentences separated by spaces), scores.json, and
@@ -59,12 +47,13 @@ def write_results(out_dir: str | Path, predictions: Sequence[str], references: S
 
 
 def evaluate_model(model, vocab: Vocabulary, docs: Sequence[Document], search_config: SearchConfig,
-                   batch_size: int = 16, progress=None) -> tuple[list[str], dict]:
+                   language: TextProcessor, batch_size: int = 16, progress=None) -> tuple[list[str], dict]:
+    """Summaries (one sentence per line) and ROUGE scores of ``docs`` against their references."""
     started = time.perf_counter()
     tokens = summarize_documents(model, vocab, docs, search_config, batch_size, progress)
     seconds = time.perf_counter() - started
-    predictions = [as_summary_text(t) for t in tokens]
-    scores = rouge(predictions, [d.reference for d in docs])
+    predictions = [language.summary_text(t) for t in tokens]
+    scores = language.rouge(predictions, [d.reference for d in docs])
     scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
                   beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
     return predictions, scores

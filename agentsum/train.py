@@ -21,6 +21,7 @@ from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoin
 from agentsum.config import Config, DataSource
 from agentsum.corpus import load_examples
 from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
+from agentsum.language import text_processor
 from agentsum.models import build_model
 from agentsum.monitor import TrainingMonitor, format_duration, log
 from agentsum.objectives import MLE, build_objective
@@ -31,7 +32,8 @@ from agentsum.vocab import Vocabulary
 def load_documents(source: DataSource, config: Config) -> list[Document]:
     d = config.data
     examples = load_examples(source.path, start=source.start, end=source.end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad)
+                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
+                             min_human_label=d.min_human_label)
     return prepare_all(examples, d)
 
 
@@ -52,12 +54,13 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
     return total / max(tokens, 1)
 
 
-def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, batch_size: int, max_length: int) -> float:
+def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
     """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``."""
     from agentsum.evaluate import evaluate_model
 
     model.eval()
-    _, scores = evaluate_model(model, vocab, docs, SearchConfig(beam_size=1, max_length=max_length), batch_size)
+    search = SearchConfig(beam_size=1, max_length=config.search.max_length)
+    _, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data), config.train.batch_size)
     model.train()
     return scores["rougeLsum"]
 
@@ -141,7 +144,7 @@ class Trainer:
             values = {"valid_nll": validation_nll(self.model, self.valid_docs, self.vocab, t.batch_size)}
             if self.selection == "valid_rougeL":
                 values["valid_rougeL"] = validation_rouge_l(self.model, self.valid_docs[: t.valid_rouge_docs],
-                                                            self.vocab, t.batch_size, self.config.search.max_length)
+                                                            self.vocab, self.config)
             value = values[self.selection]
             lower_is_better = self.selection == "valid_nll"
             improved = self.best is None or (value < self.best if lower_is_better else value > self.best)

@@ -1,0 +1,360 @@
+// agentsum web page: summarize an article and show how the agents' attention produced each word.
+// Plain JavaScript, no dependencies, no build step. Talks to POST /v1/summarize with "attention": true.
+"use strict";
+
+(function () {
+  // Okabe-Ito palette: distinguishable with the common colour-vision deficiencies.
+  const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#7f6a1a", "#555555"];
+  const MAX_FILE_BYTES = 1000000;
+  const NO_SPACE_BEFORE = new Set([".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s", "'re", "'ve", "'ll",
+    "'d", "'m", "n't", "..."]);
+  const NO_SPACE_AFTER = new Set(["(", "[", "{", "$", "#"]);
+  const EXAMPLE = [
+    "The city council voted on Tuesday to turn the old railway bridge into a park for walkers and cyclists.",
+    "The bridge, built in 1901, has been closed to trains for more than twenty years.",
+    "Supporters said the park would bring visitors to the river and help local shops.",
+    "Opponents worried about the cost, which the council puts at 12 million dollars.",
+    "Work is expected to start next spring and to take about two years.",
+    "The mayor said the project would be paid for partly by a state grant and partly by private donors.",
+  ].join(" ");
+
+  const $ = (sel) => document.querySelector(sel);
+  const el = (tag, cls, text) => {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const colour = (a) => PALETTE[a % PALETTE.length];
+  const pct = (x) => `${Math.round(x * 100)}%`;
+
+  function rgba(hex, alpha) {
+    const n = parseInt(hex.slice(1), 16);
+    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha.toFixed(3)})`;
+  }
+
+  function textColourOn(hex) {
+    const n = parseInt(hex.slice(1), 16);
+    const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255].map((v) => {
+      const c = v / 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.3 ? "#111" : "#fff";
+  }
+
+  const ASCII_ALNUM = /^[A-Za-z0-9]$/;
+
+  // Whether a space goes between two tokens: English spacing rules, or none for Chinese except
+  // between two ASCII words (as agentsum.chinese.join_tokens does).
+  function spaceBetween(prev, tok) {
+    if (state.language === "zh") return ASCII_ALNUM.test(prev.slice(-1)) && ASCII_ALNUM.test(tok[0]);
+    return !NO_SPACE_BEFORE.has(tok) && !NO_SPACE_AFTER.has(prev);
+  }
+
+  // Append tokens as spans with the spacing of ordinary text.
+  function appendTokens(parent, tokens, makeSpan) {
+    tokens.forEach((tok, i) => {
+      if (i > 0 && spaceBetween(tokens[i - 1], tok)) {
+        parent.appendChild(document.createTextNode(" "));
+      }
+      parent.appendChild(makeSpan(tok, i));
+    });
+  }
+
+  const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en" };
+
+  // ---- model information ------------------------------------------------------------------
+  async function loadModel() {
+    const info = $("#model-info");
+    try {
+      const r = await fetch("/v1/model");
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const m = await r.json();
+      state.defaults = m.search_defaults;
+      state.language = m.language || "en";
+      $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
+      const sel = m.selection && m.selection.metric && m.selection.value !== null
+        ? ` · ${m.selection.metric} ${Number(m.selection.value).toFixed(3)}` : "";
+      info.textContent = `${m.model_type.toUpperCase()} · ${m.agents} agents · ` +
+        `${m.vocab_size.toLocaleString()} words · step ${m.step ?? "?"}${sel}`;
+      info.title = `${m.checkpoint}: ${m.parameters.toLocaleString()} parameters`;
+      $("#beam").placeholder = m.search_defaults.beam_size;
+      $("#min-length").placeholder = m.search_defaults.min_length;
+      $("#max-length").placeholder = m.search_defaults.max_length;
+      $("#block-trigrams").checked = m.search_defaults.block_trigrams;
+    } catch (e) {
+      info.textContent = "Model information unavailable";
+    }
+  }
+
+  // ---- input ------------------------------------------------------------------------------
+  function updateCount() {
+    const text = $("#article").value;
+    const words = text.trim() ? text.trim().split(/\s+/).length : 0;
+    $("#count").textContent = text ? `${words.toLocaleString()} words · ${text.length.toLocaleString()} characters` : "";
+  }
+
+  function showError(message) {
+    const box = $("#error");
+    box.textContent = message;
+    box.hidden = false;
+  }
+
+  function clearError() {
+    $("#error").hidden = true;
+    $("#error").textContent = "";
+  }
+
+  function readFile(file) {
+    clearError();
+    if (!file) return;
+    if (file.size > MAX_FILE_BYTES) {
+      showError(`${file.name} is ${(file.size / 1e6).toFixed(1)} MB; the server accepts up to 1 MB of text.`);
+      return;
+    }
+    const reader = new FileReader();
+    reader.onload = () => {
+      $("#article").value = String(reader.result);
+      updateCount();
+      $("#status").textContent = `Loaded ${file.name}.`;
+    };
+    reader.onerror = () => showError(`Could not read ${file.name}.`);
+    reader.readAsText(file);
+  }
+
+  function numberOption(body, id, key) {
+    const v = $(id).value.trim();
+    if (v !== "") body[key] = Number(v);
+  }
+
+  async function summarize(event) {
+    if (event) event.preventDefault();
+    clearError();
+    const text = $("#article").value;
+    if (!text.trim()) {
+      showError("Paste an article or upload a .txt file first.");
+      $("#article").focus();
+      return;
+    }
+    const body = { text, attention: true };
+    numberOption(body, "#beam", "beam_size");
+    numberOption(body, "#min-length", "min_length");
+    numberOption(body, "#max-length", "max_length");
+    if (!state.defaults || $("#block-trigrams").checked !== state.defaults.block_trigrams) {
+      body.block_trigrams = $("#block-trigrams").checked;
+    }
+    const button = $("#summarize");
+    button.disabled = true;
+    button.textContent = "Summarizing…";
+    $("#status").textContent = "";
+    try {
+      const r = await fetch("/v1/summarize", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      let data = null;
+      try { data = await r.json(); } catch (e) { /* not JSON */ }
+      if (!r.ok) {
+        showError((data && data.error) || `The server answered ${r.status} ${r.statusText}.`);
+        return;
+      }
+      render(data.summaries[0]);
+      $("#status").textContent = `Done in ${Math.round(data.elapsed_ms)} ms.`;
+    } catch (e) {
+      showError(`Could not reach the server (${e.message}).`);
+    } finally {
+      button.disabled = false;
+      button.textContent = "Summarize";
+    }
+  }
+
+  // ---- rendering --------------------------------------------------------------------------
+  function render(result) {
+    state.result = result;
+    state.activeTok = null;
+    const attn = result.attention;
+    renderSource(attn);
+    renderSummary(result, attn);
+    $("#attn-detail").textContent = "Hover or focus a summary word to see where it came from.";
+    const results = $("#results");
+    results.hidden = false;
+  }
+
+  function renderSource(attn) {
+    const legend = $("#legend");
+    const source = $("#source");
+    legend.replaceChildren();
+    source.replaceChildren();
+    state.sourceSpans = [];
+    attn.source_tokens.forEach((tokens, a) => {
+      const item = el("li");
+      item.style.setProperty("--agent-color", colour(a));
+      item.append(el("span", "dot"), document.createTextNode(`Agent ${a + 1}`));
+      legend.appendChild(item);
+
+      const band = el("section", "agent-band");
+      band.dataset.agent = String(a);
+      band.style.setProperty("--agent-color", colour(a));
+      band.setAttribute("aria-label", `Agent ${a + 1} source text`);
+      const head = el("h3", null, `Agent ${a + 1} `);
+      head.appendChild(el("span", "muted", `· ${tokens.length} tokens`));
+      band.appendChild(head);
+      const p = el("p");
+      const spans = [];
+      if (tokens.length === 0) {
+        p.appendChild(el("span", "no-text", "No text: the article was too short to reach this agent."));
+      }
+      appendTokens(p, tokens, (tok, i) => {
+        const s = el("span", "src-tok", tok);
+        s.dataset.agent = String(a);
+        s.dataset.index = String(i);
+        spans.push(s);
+        return s;
+      });
+      band.appendChild(p);
+      source.appendChild(band);
+      state.sourceSpans.push(spans);
+    });
+  }
+
+  function renderSummary(result, attn) {
+    const box = $("#summary");
+    box.replaceChildren();
+    if (result.tokens.length === 0) {
+      box.appendChild(el("p", "empty", "The model produced an empty summary."));
+      return;
+    }
+    const spans = attn.sentences.length ? attn.sentences : [{ start: 0, end: result.tokens.length, agent: [] }];
+    spans.forEach((sent, k) => {
+      const block = el("div", "sentence");
+      const p = el("p", "sentence-text");
+      appendTokens(p, result.tokens.slice(sent.start, sent.end), (tok, i) => {
+        const j = sent.start + i;
+        const s = el("span", "tok", tok);
+        s.tabIndex = 0;
+        s.dataset.pos = String(j);
+        const g = attn.per_token[j].agent;
+        const top = g.indexOf(Math.max(...g));
+        s.style.setProperty("--tok-color", rgba(colour(top), 0.75));
+        s.setAttribute("aria-label", `${tok}: mostly agent ${top + 1}`);
+        return s;
+      });
+      block.appendChild(p);
+      block.appendChild(agentBar(sent.agent, k));
+      box.appendChild(block);
+    });
+  }
+
+  function agentBar(weights, k) {
+    const wrap = el("div", "agent-share");
+    const bar = el("div", "agent-bar");
+    const total = weights.reduce((x, y) => x + y, 0) || 1;
+    const parts = weights.map((w, a) => `agent ${a + 1} ${pct(w / total)}`);
+    bar.setAttribute("role", "img");
+    bar.setAttribute("aria-label", `Sentence ${k + 1} attention: ${parts.join(", ")}`);
+    weights.forEach((w, a) => {
+      const share = w / total;
+      const seg = el("span", "agent-seg");
+      seg.dataset.agent = String(a);
+      seg.style.setProperty("width", `${(share * 100).toFixed(2)}%`);
+      seg.style.setProperty("background-color", colour(a));
+      seg.style.setProperty("color", textColourOn(colour(a)));
+      seg.title = `Agent ${a + 1}: ${pct(share)}`;
+      if (share >= 0.12) seg.textContent = pct(share);
+      bar.appendChild(seg);
+    });
+    wrap.appendChild(bar);
+    wrap.appendChild(el("p", "agent-bar-caption", `Attention by agent: ${parts.join(" · ")}`));
+    return wrap;
+  }
+
+  // ---- attention highlighting -------------------------------------------------------------
+  function clearHighlight() {
+    document.querySelectorAll("#source .src-tok.highlight").forEach((s) => {
+      s.classList.remove("highlight", "top");
+      s.style.removeProperty("--hl");
+    });
+    if (state.activeTok) state.activeTok.classList.remove("active");
+    state.activeTok = null;
+  }
+
+  function highlight(tokSpan) {
+    if (!state.result || !state.result.attention) return;
+    const j = Number(tokSpan.dataset.pos);
+    const step = state.result.attention.per_token[j];
+    if (!step) return;
+    clearHighlight();
+    state.activeTok = tokSpan;
+    tokSpan.classList.add("active");
+    const maxW = Math.max(...step.source.map((e) => e.weight), 1e-9);
+    let first = null;
+    step.source.forEach((e, rank) => {
+      const span = (state.sourceSpans[e.agent] || [])[e.index];
+      if (!span) return;
+      span.classList.add("highlight");
+      if (rank === 0) { span.classList.add("top"); first = span; }
+      span.style.setProperty("--hl", rgba(colour(e.agent), 0.2 + 0.6 * (e.weight / maxW)));
+    });
+    if (first) scrollIntoSource(first);
+    describe(state.result.tokens[j], step);
+  }
+
+  function scrollIntoSource(span) {
+    const box = $("#source");
+    const top = span.offsetTop - box.offsetTop;
+    if (top < box.scrollTop || top > box.scrollTop + box.clientHeight - 30) {
+      box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+    }
+  }
+
+  function describe(word, step) {
+    const detail = $("#attn-detail");
+    detail.replaceChildren();
+    const head = el("div");
+    head.append(el("strong", null, `“${word}”`),
+      document.createTextNode(` · agents: ${step.agent.map((g, a) => `${a + 1}: ${pct(g)}`).join(", ")}`));
+    detail.appendChild(head);
+    const chips = el("div", "chips");
+    step.source.forEach((e) => {
+      const chip = el("span", "chip");
+      chip.style.setProperty("--agent-color", colour(e.agent));
+      chip.append(el("span", "dot"), document.createTextNode(`${e.word} · ${(e.weight * 100).toFixed(1)}%`));
+      chip.title = `agent ${e.agent + 1}, token ${e.index + 1}`;
+      chips.appendChild(chip);
+    });
+    detail.appendChild(chips);
+  }
+
+  // ---- wiring -----------------------------------------------------------------------------
+  document.addEventListener("DOMContentLoaded", () => {
+    $("#form").addEventListener("submit", summarize);
+    $("#article").addEventListener("input", updateCount);
+    $("#file").addEventListener("change", (e) => readFile(e.target.files[0]));
+    $("#example").addEventListener("click", () => {
+      $("#article").value = EXAMPLE;
+      updateCount();
+      $("#article").focus();
+    });
+    const summary = $("#summary");
+    summary.addEventListener("mouseover", (e) => {
+      const tok = e.target.closest(".tok");
+      if (tok && tok !== state.activeTok) highlight(tok);
+    });
+    summary.addEventListener("focusin", (e) => {
+      const tok = e.target.closest(".tok");
+      if (tok) highlight(tok);
+    });
+    summary.addEventListener("mouseleave", () => {
+      if (!summary.contains(document.activeElement)) clearHighlight();
+    });
+    summary.addEventListener("focusout", (e) => {
+      if (!summary.contains(e.relatedTarget)) clearHighlight();
+    });
+    document.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") clearHighlight();
+    });
+    updateCount();
+    loadModel();
+  });
+})();

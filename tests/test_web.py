@@ -1,0 +1,188 @@
+"""The web page in a real headless Chromium (Debian's chromium + chromium-driver, driven by selenium).
+
+The browser and its driver must be installed: `apt-get install -y chromium chromium-driver`. Without them
+this test FAILS (it does not skip), unless AGENTSUM_INSTALL_BROWSER=1 lets it install them itself.
+A screenshot of the page is saved to test-artifacts/web_page.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import synthetic_rows
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "test-artifacts"
+INSTALL_HINT = ("the web test needs Chromium and ChromeDriver: install them with "
+                "`apt-get install -y chromium chromium-driver` (Debian/Ubuntu, as root), or run the tests with "
+                "AGENTSUM_INSTALL_BROWSER=1 to let the test install them")
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run", "--disable-quic", "--disable-extensions", "--window-size=1280,1000"]
+
+
+def _find(names: list[str]) -> str | None:
+    for name in names:
+        path = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+        if path:
+            return path
+    return None
+
+
+def browser_paths() -> tuple[str, str]:
+    """(chromium, chromedriver) paths; installs them with apt-get when AGENTSUM_INSTALL_BROWSER=1."""
+    browser, driver = _find(["chromium", "chromium-browser"]), _find(["chromedriver"])
+    if (browser is None or driver is None) and os.environ.get("AGENTSUM_INSTALL_BROWSER") == "1":
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = sudo + ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]
+        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+            subprocess.run(sudo + ["apt-get", "update", "-qq"], env=env, capture_output=True)
+            done = subprocess.run(install, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.fail(f"apt-get could not install chromium/chromium-driver: {done.stderr[-500:]}")
+        browser, driver = _find(["chromium", "chromium-browser"]), _find(["chromedriver"])
+    if browser is None or driver is None:
+        missing = " and ".join(n for n, p in (("chromium", browser), ("chromedriver", driver)) if p is None)
+        pytest.fail(f"{missing} not found: {INSTALL_HINT}")
+    return browser, driver
+
+
+@pytest.fixture(scope="module")
+def server(tiny_run):
+    from agentsum.serve import background_server, create_app
+
+    app = create_app(tiny_run["checkpoint"], batch_wait_ms=0)
+    with background_server(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def driver():
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager download anything
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("the web test needs selenium: pip install selenium")
+    browser, chromedriver = browser_paths()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    profile = tempfile.mkdtemp(prefix="agentsum-chromium-")
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    drv.set_page_load_timeout(30)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _article() -> str:
+    return synthetic_rows(1, seed=11)[0]["article"]
+
+
+def test_page_summarizes_and_highlights_attention(server, driver):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    assert "agentsum" in driver.title
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+
+    article = driver.find_element(By.ID, "article")
+    article.send_keys(_article())
+    driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+    driver.find_element(By.ID, "min-length").send_keys("12")
+    driver.find_element(By.ID, "summarize").click()
+
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#summary .tok")))
+    assert driver.find_element(By.ID, "error").get_attribute("hidden") is not None
+    tokens = driver.find_elements(By.CSS_SELECTOR, "#summary .tok")
+    assert len(tokens) >= 12
+
+    # The source is shown split by agent, every agent in its own band.
+    bands = driver.find_elements(By.CSS_SELECTOR, "#source .agent-band")
+    assert len(bands) == 3
+    assert driver.find_elements(By.CSS_SELECTOR, "#source .src-tok")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight")
+
+    # Hovering a summary word highlights (at most 5) source words it attended to.
+    ActionChains(driver).move_to_element(tokens[2]).perform()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight"))
+    lit = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight")
+    assert 1 <= len(lit) <= 5
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight.top")) == 1
+    assert all(s.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent") for s in lit)
+    assert "class" in tokens[2].get_attribute("outerHTML") and "active" in tokens[2].get_attribute("class")
+    assert driver.find_elements(By.CSS_SELECTOR, "#attn-detail .chip")
+
+    # One agent bar per sentence; its segments share 100% of the width.
+    bars = driver.find_elements(By.CSS_SELECTOR, "#summary .agent-bar")
+    assert len(bars) == len(driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")) >= 1
+    widths = driver.execute_script(
+        "return [...arguments[0].querySelectorAll('.agent-seg')].map(s => parseFloat(s.style.width));", bars[0])
+    assert len(widths) == 3 and abs(sum(widths) - 100) < 0.5
+
+    # Keyboard: focusing another word moves the highlight; Escape clears it.
+    driver.execute_script("arguments[0].focus();", tokens[5])
+    assert "active" in tokens[5].get_attribute("class")
+    assert "active" not in tokens[2].get_attribute("class")
+    assert driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight")
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    assert not driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight")
+
+    # A screenshot of the whole page for people to look at, with one summary word hovered.
+    ARTIFACTS.mkdir(exist_ok=True)
+    height = driver.execute_script("return document.documentElement.scrollHeight;")
+    driver.set_window_size(1280, min(max(height + 140, 800), 2400))
+    driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur();")
+    ActionChains(driver).move_to_element(driver.find_elements(By.CSS_SELECTOR, "#summary .tok")[3]).perform()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight"))
+    driver.save_screenshot(str(ARTIFACTS / "web_page.png"))
+    assert (ARTIFACTS / "web_page.png").stat().st_size > 10_000
+
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"browser console errors: {severe}"
+
+
+def test_page_upload_and_errors(server, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    # Summarizing nothing shows a message instead of calling the server.
+    driver.find_element(By.ID, "summarize").click()
+    error = driver.find_element(By.ID, "error")
+    wait.until(lambda d: error.is_displayed())
+    assert "article" in error.text.lower()
+
+    # Uploading a .txt file fills the text area.
+    path = tmp_path / "article.txt"
+    path.write_text(_article(), encoding="utf-8")
+    driver.find_element(By.ID, "file").send_keys(str(path))
+    wait.until(lambda d: d.find_element(By.ID, "article").get_property("value") == _article())
+
+    # A server-side refusal is shown as the server's message.
+    driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+    driver.find_element(By.ID, "max-length").send_keys("5")
+    driver.find_element(By.ID, "min-length").send_keys("9")
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    assert "min_length" in driver.find_element(By.ID, "error").text
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "422" not in e["message"]]
+    assert not severe, f"browser console errors: {severe}"
