@@ -296,7 +296,7 @@ CSV_FIELDS = ["group", "bin", "lo", "hi", "n", "rougeL", "rougeL_sem", "compare_
 def markdown_table(result: dict) -> str:
     has_c = result["compare"] is not None
     m, c = result["model"], result["compare"]
-    lines = [f"# ROUGE-L by average agent attention", "",
+    lines = ["# ROUGE-L by average agent attention", "",
              f"- model: {m['name']} `{m['checkpoint']}` (ROUGE-L {m['rougeL']:.2f} on all {result['documents']} documents)"]
     if has_c:
         lines.append(f"- compare: {c['name']} `{c['checkpoint']}` (ROUGE-L {c['rougeL']:.2f} on the same documents)")
@@ -390,7 +390,9 @@ def plot_bins(result: dict, path: str | Path, dpi: int = 120) -> Path:
             ax.bar(xs, ys, width=width * 0.95, color=color, label=label, yerr=errs, capsize=2,
                    error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         for i, r in zip(x, rows):
-            ax.text(i, top * 1.02, f"n={r['n']}", ha="center", va="bottom", fontsize=7.5, color="#444444")
+            ax.text(i, top * 1.02, f"n={r['n']}", ha="center", va="bottom", fontsize=7.5,
+                    color="#444444" if r["n"] else "#aaaaaa")
+        ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_xticks(x)
         digits = edge_digits(g["edges"])
         ax.set_xticklabels([f"{r['lo']:.{digits}f}–{r['hi']:.{digits}f}" for r in rows], rotation=30, ha="right",

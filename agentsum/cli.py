@@ -1,4 +1,4 @@
-"""Command line: ``agentsum train | summarize | evaluate | lead3``."""
+"""Command line: ``agentsum train | summarize | evaluate | lead3 | serve | plot | analyze | humaneval``."""
 
 from __future__ import annotations
 
@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
     p.add_argument("--chars", type=int, help="instead, the first N characters (e.g. for LCSTS)")
     p.add_argument("--out", help="output directory for predictions and scores.json")
+    from agentsum import analyze, humaneval, plot, serve
+
+    for module in (serve, plot, analyze, humaneval):
+        module.add_parser(sub).set_defaults(func=module.run)
     return parser
 
 
@@ -202,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     from agentsum.corpus import DataError
 
     try:
-        return COMMANDS[args.command](args)
+        handler = COMMANDS.get(args.command) or args.func
+        return handler(args)
     except (ConfigError, DataError, CheckpointError) as e:
         print(f"agentsum {args.command}: error: {e}", file=sys.stderr)
         return 2

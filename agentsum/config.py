@@ -80,7 +80,11 @@ class TrainConfig:
     rl_max_length: int = 100  # longest sampled summary during RL
     init_from: str | None = None  # start from this checkpoint's weights and vocabulary (RL after MLE)
     valid_rouge_docs: int = 100  # validation documents decoded (greedy) for ROUGE-L model selection
-    batch_size: int = 16
+    batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
+    accumulate: int = 1  # micro-batches per optimizer step (gradient accumulation)
+    device: str = "auto"  # auto | cpu | cuda (torchrun: one GPU per process)
+    precision: str = "fp32"  # fp32 | bf16 (autocast on GPU)
+    optimizer: str = "adam"  # adam (the paper) | adamw | sgd
     lr: float = 1e-3  # paper: 0.001 (Adam) for MLE
     max_grad_norm: float = 2.0
     max_steps: int = 200_000  # paper: 200,000 iterations

@@ -92,16 +92,16 @@ def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int, 
     return batches
 
 
-def iterate_batches(docs: Sequence[Document], vocab: Vocabulary, batch_size: int, *, seed: int, start_step: int = 0,
-                    window: int = 50) -> Iterator[tuple[int, Batch]]:
-    """Endless (step, batch) stream over epochs, resumable at any step."""
-    lengths = [d.num_tokens for d in docs]
-    per_epoch = (len(docs) + batch_size - 1) // batch_size
+def iterate_global_batches(lengths: Sequence[int], batch_size: int, *, seed: int, start_step: int = 0,
+                           window: int = 50) -> Iterator[list[int]]:
+    """Endless stream of global batches (document indices), epoch after epoch, from any step:
+    the order depends only on (seed, step), so training resumes exactly where it stopped."""
+    per_epoch = (len(lengths) + batch_size - 1) // batch_size
     step = start_step
     while True:
         epoch, offset = divmod(step, per_epoch)
         for indices in epoch_order(lengths, batch_size, seed, epoch, window)[offset:]:
-            yield step, to_batch([docs[i] for i in indices], vocab)
+            yield indices
             step += 1
 
 

@@ -20,9 +20,10 @@ def summarize_documents(model, vocab: Vocabulary, docs: Sequence[Document], sear
                         batch_size: int = 16, progress=None) -> list[list[str]]:
     """Summary tokens for each document, in the order given."""
     model.eval()
+    device = next(model.parameters()).device
     results: list[list[str]] = [[] for _ in docs]
     for indices, batch in sorted_batches(docs, vocab, batch_size, with_targets=False):
-        hyps = search(model, batch, search_config)
+        hyps = search(model, batch.to(device), search_config)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, vocab, unk_replace=search_config.unk_replace)
         for i, w in zip(indices, words):
             results[i] = w

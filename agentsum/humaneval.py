@@ -585,23 +585,27 @@ def format_table(result: dict, alpha: float = 0.05) -> str:
     lines = [f"A = {sys_a} ({result['systems']['A']['predictions']})",
              f"B = {sys_b} ({result['systems']['B']['predictions']})"]
     h2h, lik = result["head_to_head"], result["likert"]
+    def judges(n: int) -> str:
+        return f"{n} judge" + ("" if n == 1 else "s")
+
     if h2h:
         lines.append(f"head-to-head: {h2h['judgments']} judgments of {h2h['documents']} documents by "
-                     f"{len(h2h['judges'])} judges")
+                     f"{judges(len(h2h['judges']))}")
     if lik:
-        lines.append(f"Likert: {lik['judgments']} judgments of {lik['documents']} documents by "
-                     f"{len(lik['judges'])} judges")
+        lines.append(f"Likert: {lik['judgments']} rated items ({lik['documents']} documents) by "
+                     f"{judges(len(lik['judges']))}")
     if result.get("skipped_incomplete_rows"):
         lines.append(f"({result['skipped_incomplete_rows']} incomplete rows skipped)")
     lines.append("")
+    short = {"A": sys_a if len(sys_a) <= 6 else "A", "B": sys_b if len(sys_b) <= 6 else "B", "reference": "ref"}
     head1, head2 = f"{'':16}", f"{'criterion':16}"
     if h2h:
         head1 += f"{'Head-to-head':^36}"
-        head2 += f"{'A':>7}{'B':>7}{'=':>7}{'p sign':>13}  "
+        head2 += f"{short['A']:>7}{short['B']:>7}{'=':>7}{'p sign':>13}  "
     likert_systems = lik["systems"] if lik else []
     if lik:
         head1 += f"{'Score based (1-5)':^{8 * len(likert_systems) + 14}}"
-        head2 += "".join(f"{('ref' if s == 'reference' else s):>8}" for s in likert_systems) + f"{'p Wilcoxon':>14}"
+        head2 += "".join(f"{short.get(s, s):>8}" for s in likert_systems) + f"{'p Wilcoxon':>14}"
     lines += [head1.rstrip(), head2.rstrip(), "-" * len(head2.rstrip())]
     for c, label, _ in CRITERIA:
         line = f"{label.lower():16}"

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from agentsum.batch import Batch
+from agentsum.distributed import unwrap
 from agentsum.reward import sentence_reward_matrix, sequence_rewards
 from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
@@ -65,7 +66,7 @@ class MLE:
     def terms(self, model, batch: Batch, enc=None) -> tuple[torch.Tensor, torch.Tensor, dict]:
         """(nll_sum, sem_sum, stats): the batch sums of eq (17) and eq (18)."""
         out = model(batch, enc)
-        target = model.target_ids(batch.tgt_out)
+        target = unwrap(model).target_ids(batch.tgt_out)
         nll_sum = -(out.dist.log_prob(target) * batch.tgt_mask).sum()
         sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
                    if self.sem_weight else nll_sum.new_zeros(()))
@@ -167,12 +168,13 @@ class SelfCritical:
         """Eq (20) summed over the batch: -sum_b sum_t A_{b,t} log p(y^_{b,t})."""
         sampled = _as_targets(batch, sample)
         out = model(sampled, enc)
-        log_p = out.dist.log_prob(model.target_ids(sampled.tgt_out))
+        log_p = out.dist.log_prob(unwrap(model).target_ids(sampled.tgt_out))
         return -(advantages[:, : log_p.size(1)] * log_p * sampled.tgt_mask).sum()
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
-        enc = model.encode(batch)
-        sample, greedy = sample_and_greedy(model, enc, batch.batch_size, self.max_length)
+        core = unwrap(model)  # model may be wrapped by DistributedDataParallel; its forward carries the gradients
+        enc = core.encode(batch)
+        sample, greedy = sample_and_greedy(core, enc, batch.batch_size, self.max_length)
         adv, stats = self.advantages(sample, greedy, _reference_ids(batch))
         tokens = max(int(batch.tgt_mask.sum()), 1)
         rl = self.rl_sum(model, batch, sample, adv, enc) / tokens

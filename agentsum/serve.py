@@ -18,13 +18,16 @@ Design:
   worker waits up to ``batch_wait_ms`` after the oldest waiting job to gather up to ``max_batch`` documents
   that share the same search settings, runs them as one batch in a one-thread executor (torch in a worker
   thread, under ``torch.no_grad()``), and resolves each job's future. While a batch runs, new jobs pile up and
-  go into the next batch, so a busy server batches without waiting. Counters (batches, documents, largest
-  batch) are reported by ``/v1/model`` under ``batching``.
+  go into the next batch, so a busy server batches without waiting. Requests announce their documents before
+  preprocessing them, and the worker also waits (at most 0.25 s more) for announced documents, so a burst that
+  reaches an idle server lands in one batch. Counters (batches, documents, largest batch) are reported by
+  ``/v1/model`` under ``batching``.
 * **Attention.** With ``"attention": true`` each output token carries the agent attention ``g^t`` (A floats
   summing to 1, eq 10) and its ``k = 5`` source words with the largest cascaded attention ``l^t_{a,i} g^t_a``
-  (eq 8, 10: the weights the pointer copies with and the UNK replacement picks from). They are computed by a
-  teacher-forced forward pass over the generated summary, which reproduces the decoding-time attention
-  because step-by-step decoding and teacher forcing compute the same thing.
+  (eq 8, 10: what UNK replacement picks from; the multi-agent pointer copies with g_a (1 - p_a) l_{a,i}).
+  They are computed by a teacher-forced forward pass over the generated summary, which reproduces the
+  decoding-time attention because step-by-step decoding and teacher forcing compute the same thing (a test
+  checks this against the attention search records).
 * **Limits.** Request bodies larger than ``max_body_bytes`` are refused with 413 by an ASGI middleware that
   checks both the Content-Length header and the bytes actually received (chunked uploads). Pending documents
   are capped (503 when the queue is full) so a flood cannot exhaust memory.
@@ -43,7 +46,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +66,7 @@ from agentsum.language import text_processor
 from agentsum.search import SearchConfig, search, to_words
 from agentsum.vocab import BOS_ID, PAD_ID
 
-__all__ = ["create_app", "add_parser", "run", "main", "background_server", "Summarizer", "Batcher", "TOP_K"]
+__all__ = ["TOP_K", "Batcher", "Summarizer", "add_parser", "background_server", "create_app", "main", "run"]
 
 log = logging.getLogger("agentsum.serve")
 
@@ -101,12 +104,13 @@ class SummarizeRequest(BaseModel):
     texts: list[StrictStr] | None = Field(None, min_length=1, description="several articles, summarized in order")
     beam_size: StrictInt | None = Field(None, ge=1, le=MAX_BEAM, description="beam width; 1 = greedy")
     max_length: StrictInt | None = Field(None, ge=1, le=MAX_LENGTH, description="at most this many summary tokens")
-    min_length: StrictInt | None = Field(None, ge=0, le=MAX_LENGTH, description="no end of summary before this many tokens")
+    min_length: StrictInt | None = Field(None, ge=0, le=MAX_LENGTH,
+                                         description="no end of summary before this many tokens")
     block_trigrams: StrictBool | None = Field(None, description="forbid repeating a trigram")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
 
     @model_validator(mode="after")
-    def _one_input(self) -> "SummarizeRequest":
+    def _one_input(self) -> SummarizeRequest:
         if (self.text is None) == (self.texts is None):
             raise ValueError("give exactly one of 'text' (a string) or 'texts' (a list of strings)")
         if self.text is not None and not self.text.strip():
@@ -332,54 +336,103 @@ class Busy(Exception):
     pass
 
 
+class _Ticket:
+    """Documents announced to a :class:`Batcher`; released once (when submitted, or when the request fails)."""
+
+    def __init__(self, batcher: Batcher, key: tuple, n: int):
+        self.batcher, self.key, self.n, self.open = batcher, key, n, True
+
+    def release(self) -> None:
+        if self.open:
+            self.open = False
+            left = self.batcher._incoming.get(self.key, 0) - self.n
+            if left > 0:
+                self.batcher._incoming[self.key] = left
+            else:
+                self.batcher._incoming.pop(self.key, None)
+            self.batcher._poke()
+
+
 class Batcher:
     """Gathers documents from concurrent requests into batches run by one worker task.
 
     Jobs wait in a FIFO list. The worker takes the oldest job's search settings as the batch key and waits until
     ``wait_s`` after that job arrived, or until ``max_batch`` jobs with that key are waiting, then runs them
     together in ``executor``. Jobs with other settings stay for a later batch (oldest first).
+
+    Requests announce their documents (:meth:`expect`) before preprocessing them in a thread, so when a burst
+    arrives at an idle server the worker also waits, at most ``grace_s`` longer, for documents that are already
+    inside the server and about to be queued (otherwise the tail of a burst misses the batch and waits a whole
+    model call). With ``wait_s == 0`` nothing waits.
+
     The worker is bound to the event loop it was started on and restarted on a new loop when needed
     (a test client may run each request on its own loop).
     """
 
-    def __init__(self, infer, max_batch: int, wait_s: float, executor: ThreadPoolExecutor, max_pending: int):
+    def __init__(self, infer, max_batch: int, wait_s: float, executor: ThreadPoolExecutor, max_pending: int,
+                 grace_s: float = 0.25):
         self.infer = infer
         self.max_batch = max(1, int(max_batch))
         self.wait_s = max(0.0, float(wait_s))
+        self.grace_s = grace_s if self.wait_s > 0 else 0.0
         self.executor = executor
         self.max_pending = max_pending
         self.stats = BatchStats()
         self._lock = threading.Lock()  # stats are read from other threads
         self._jobs: list[_Job] = []
+        self._incoming: dict[tuple, int] = {}  # announced documents not queued yet, per search key
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    @staticmethod
+    def key(config: SearchConfig) -> tuple:
+        return dataclasses.astuple(config)
+
     def _ensure_worker(self) -> None:
         loop = asyncio.get_running_loop()
         if self._task is None or self._task.done() or self._loop is not loop:
-            if self._task is not None and not self._task.done() and self._loop is not None and not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self._task.cancel)
+            old_task, old_loop = self._task, self._loop
+            if old_task is not None and not old_task.done() and old_loop is not None and not old_loop.is_closed():
+                old_loop.call_soon_threadsafe(old_task.cancel)
             self._loop = loop
             self._wakeup = asyncio.Event()
             self._jobs = [j for j in self._jobs if j.future.get_loop() is loop]
+            self._incoming = {}
             self._task = loop.create_task(self._worker(), name="agentsum-batcher")
 
-    async def submit(self, docs: Sequence[Document], config: SearchConfig, attention: bool) -> list[dict]:
+    def _poke(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    @contextlib.contextmanager
+    def expect(self, config: SearchConfig, n: int) -> Iterator[_Ticket]:
+        """Announce ``n`` documents that will be submitted with ``config``; withdrawn on exit if not submitted."""
         self._ensure_worker()
+        ticket = _Ticket(self, self.key(config), n)
+        self._incoming[ticket.key] = self._incoming.get(ticket.key, 0) + n
+        try:
+            yield ticket
+        finally:
+            ticket.release()
+
+    async def submit(self, docs: Sequence[Document], config: SearchConfig, attention: bool,
+                     ticket: _Ticket | None = None) -> list[dict]:
+        self._ensure_worker()
+        if ticket is not None:
+            ticket.release()
         if len(self._jobs) + len(docs) > self.max_pending:
             with self._lock:
                 self.stats.rejected_busy += 1
             raise Busy(f"{len(self._jobs)} documents are waiting (limit {self.max_pending}); retry later")
         loop = asyncio.get_running_loop()
-        key = dataclasses.astuple(config)
+        key = self.key(config)
         now = loop.time()
         jobs = [_Job(d, config, key, attention, loop.create_future(), now) for d in docs]
         self._jobs.extend(jobs)
         with self._lock:
             self.stats.requests += 1
-        assert self._wakeup is not None
-        self._wakeup.set()
+        self._poke()
         try:
             return list(await asyncio.gather(*(j.future for j in jobs)))
         finally:
@@ -404,7 +457,8 @@ class Batcher:
                 first = self._jobs[0]
                 deadline = first.enqueued + self.wait_s
                 while len(self._matching(first.key)) < self.max_batch:
-                    remaining = deadline - loop.time()
+                    limit = deadline + (self.grace_s if self._incoming.get(first.key) else 0.0)
+                    remaining = limit - loop.time()
                     if remaining <= 0:
                         break
                     wakeup.clear()
@@ -476,11 +530,15 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
 
+        extra = SECURITY_HEADERS
+        if scope.get("path", "").startswith("/static/"):  # revalidate page assets (ETag) after an upgrade
+            extra = extra + [(b"cache-control", b"no-cache")]
+
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
                 message = {**message, "headers": list(message.get("headers", []))
-                           + [(k, v) for k, v in SECURITY_HEADERS if k not in names]}
+                           + [(k, v) for k, v in extra if k not in names]}
             await send(message)
 
         too_large = f"request body is larger than the limit of {self.max_bytes:,} bytes"
@@ -644,19 +702,20 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
         if len(texts) > max_texts:
             raise RequestError(422, f"too many texts: {len(texts)} (at most {max_texts} per request)")
         config = summarizer.search_config(req)
-        docs = await run_in_threadpool(summarizer.prepare, texts)
-        empty = [i for i, d in enumerate(docs) if not any(d.agents)]
-        if empty:
-            names = ", ".join("text" if req.text is not None else f"texts[{i}]" for i in empty)
-            raise RequestError(422, f"{names}: no words to summarize after preprocessing "
-                                    f"(the text holds only symbols the tokenizer drops)")
-        try:
-            results = await batcher.submit(docs, config, req.attention)
-        except Busy as e:
-            return error_response(503, f"server busy: {e}", headers={"Retry-After": "1"})
-        except Exception as e:
-            log.error("summarize failed: %s: %s", type(e).__name__, e)
-            return error_response(500, f"summarization failed ({type(e).__name__}: {e}); it has been logged")
+        with batcher.expect(config, len(texts)) as ticket:
+            docs = await run_in_threadpool(summarizer.prepare, texts)
+            empty = [i for i, d in enumerate(docs) if not any(d.agents)]
+            if empty:
+                names = ", ".join("text" if req.text is not None else f"texts[{i}]" for i in empty)
+                raise RequestError(422, f"{names}: no words to summarize after preprocessing "
+                                        f"(the text holds only symbols the tokenizer drops)")
+            try:
+                results = await batcher.submit(docs, config, req.attention, ticket)
+            except Busy as e:
+                return error_response(503, f"server busy: {e}", headers={"Retry-After": "1"})
+            except Exception as e:  # noqa: BLE001 - answered as a 500 JSON error, never a crash
+                log.error("summarize failed: %s: %s", type(e).__name__, e)
+                return error_response(500, f"summarization failed ({type(e).__name__}: {e}); it has been logged")
         return {"summaries": results, "model": model_ref,
                 "elapsed_ms": round((time.perf_counter() - started) * 1000, 2)}
 
@@ -702,7 +761,8 @@ def _docs_html(schema: dict) -> str:
     rows = []
     for path, methods in schema.get("paths", {}).items():
         for method, op in methods.items():
-            rows.append(f"<li><code>{method.upper()} {html.escape(path)}</code> — {html.escape(op.get('summary', ''))}</li>")
+            summary = html.escape(op.get("summary", ""))
+            rows.append(f"<li><code>{method.upper()} {html.escape(path)}</code> — {summary}</li>")
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>agentsum API</title>"
             "<link rel=\"stylesheet\" href=\"/static/style.css\"></head><body class=\"docs\"><main class=\"card\">"
             "<h1>agentsum API</h1><p>The interactive Swagger page needs a CDN, so this server does not offer it. "

@@ -9,6 +9,7 @@ best value are recorded in every checkpoint under ``selection``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import time
@@ -20,7 +21,9 @@ import yaml
 from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.config import Config, DataSource
 from agentsum.corpus import load_examples
-from agentsum.dataset import Document, iterate_batches, prepare_all, sorted_batches
+from agentsum import distributed
+from agentsum.batch import Batch
+from agentsum.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
 from agentsum.language import text_processor
 from agentsum.models import build_model
 from agentsum.monitor import TrainingMonitor, format_duration, log
@@ -46,9 +49,10 @@ def build_vocab(docs: list[Document], size: int) -> Vocabulary:
 def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: int) -> float:
     """Mean negative log-likelihood per target token over ``docs`` (eq 17, teacher forced)."""
     model.eval()
+    device = next(model.parameters()).device
     objective, total, tokens = MLE(), 0.0, 0
     for _, batch in sorted_batches(docs, vocab, batch_size):
-        _, stats = objective(model, batch)
+        _, stats = objective(model, batch.to(device))
         total += stats["nll_sum"]
         tokens += stats["tokens"]
     model.train()
@@ -66,6 +70,15 @@ def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, config: C
     return scores["rougeLsum"]
 
 
+OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+
+
+def build_optimizer(name: str, parameters, lr: float) -> torch.optim.Optimizer:
+    if name not in OPTIMIZERS:
+        raise ValueError(f"train.optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
+    return OPTIMIZERS[name](parameters, lr=lr)
+
+
 def _rng_state() -> dict:
     return {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]), "python_pos": random.getstate()[2]}
 
@@ -76,30 +89,47 @@ def _set_rng_state(state: dict) -> None:
 
 
 class Trainer:
+    """One training loop for every model, objective and process count.
+
+    ``train.batch_size`` is the global batch: the documents of one optimizer step, split over the
+    torchrun processes and then into ``train.accumulate`` micro-batches. Each micro-batch's loss is
+    rescaled so that the step's gradient is the same as one process computing the whole batch (the
+    objectives normalise by target tokens; here the normaliser becomes the global token count).
+    The data order depends only on (seed, step), so a run can resume on another number of processes.
+    """
+
     def __init__(self, config: Config, *, resume: str | None = None, init_from: str | None = None):
         self.config = config
         t = config.train
         if t.threads:
             torch.set_num_threads(t.threads)
+        self.ctx = distributed.setup(t.device)
         torch.manual_seed(t.seed)
         random.seed(t.seed)
         self.run_dir = Path(t.run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
-        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        if self.ctx.is_main:
+            self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         if config.data.train is None:
             raise ValueError("the configuration has no data.train corpus")
+        if t.batch_size % (self.ctx.world_size * t.accumulate):
+            raise ValueError(f"train.batch_size {t.batch_size} must be divisible by processes x train.accumulate "
+                             f"({self.ctx.world_size} x {t.accumulate})")
+        self.autocast = t.precision == "bf16" and self.ctx.device.type == "cuda"
+        if t.precision not in ("fp32", "bf16"):
+            raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
 
         started = time.perf_counter()
         self.train_docs = load_documents(config.data.train, config)
         self.valid_docs = load_documents(config.data.valid, config) if config.data.valid else []
-        log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
+        self._log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
             f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
 
         init_from = None if resume else (init_from or t.init_from)
         previous = read_checkpoint(resume or init_from) if (resume or init_from) else None
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
+        self.optimizer = build_optimizer(t.optimizer, self.model.parameters(), t.lr)
         self.scheduler = build_scheduler(self.optimizer, t.schedule, t.warmup)
         self.objective = build_objective(t, self.vocab)
         self.step = 0
@@ -121,16 +151,26 @@ class Trainer:
                     self.best = selection.get("best")
                 if "rng" in previous:
                     _set_rng_state(previous["rng"])
-                log(f"resumed from {resume} at step {self.step}")
+                self._log(f"resumed from {resume} at step {self.step}")
             else:
-                log(f"initialised weights from {init_from}")
+                self._log(f"initialised weights from {init_from}")
         elif t.embeddings:
             self._init_embeddings(t.embeddings)
         n_params = sum(p.numel() for p in self.model.parameters())
-        log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary {len(self.vocab)}")
-        (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
-        (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
+        self._log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary "
+                  f"{len(self.vocab)}; {self.ctx.world_size} process(es) on {self.ctx.device.type}")
+        # optimizer state follows the parameters to the device
+        self.model.to(self.ctx.device)
+        self.optimizer.load_state_dict(self.optimizer.state_dict())
+        self.train_model = distributed.wrap(self.model, self.ctx)
+        if self.ctx.is_main:
+            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+            (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
         self.monitor: TrainingMonitor | None = None
+
+    def _log(self, message: str) -> None:
+        if self.ctx.is_main:
+            log(message)
 
     def _init_embeddings(self, spec: str) -> None:
         """Initialise the word embeddings from pretrained vectors (DCA: GloVe; LCSTS paper: word2vec)."""
@@ -150,7 +190,7 @@ class Trainer:
         tables = {id(m): m for m in (self.model.embedding, getattr(self.model, "src_embedding", None)) if m is not None}
         for table in tables.values():
             stats = embeddings.init_embedding(table, self.vocab, vectors)
-        log(f"embeddings: {stats['found']} of {stats['total']} words initialised from {spec} "
+        self._log(f"embeddings: {stats['found']} of {stats['total']} words initialised from {spec} "
             f"({100 * stats['coverage']:.1f}%)")
 
     def _state(self) -> dict:
@@ -166,6 +206,9 @@ class Trainer:
         }
 
     def validate_and_save(self) -> None:
+        if not self.ctx.is_main:
+            self.ctx.barrier()
+            return
         improved = True
         if self.valid_docs:
             t = self.config.train
@@ -189,48 +232,107 @@ class Trainer:
         save_checkpoint(state, self.ckpt_dir / "last.pt")
         if improved:
             save_checkpoint(state, self.ckpt_dir / "best.pt")
+        self.ctx.barrier()
+
+    def _micro_batches(self, indices: list[int]) -> list[tuple[Batch, float]]:
+        """This process's share of a global batch as (micro-batch, weight) pairs.
+
+        Shares and micro-batches are contiguous, near-equal slices. A process whose share is empty
+        (the last, short batch of an epoch) still runs one micro-batch, with weight 0, because every
+        process must take part in the gradient all-reduce.
+        """
+        t, ctx = self.config.train, self.ctx
+        share = _slice(indices, ctx.rank, ctx.world_size)
+        parts = [p for p in (_slice(share, k, t.accumulate) for k in range(t.accumulate)) if p]
+        if not parts:
+            return [(to_batch([self.train_docs[indices[0]]], self.vocab).to(ctx.device), 0.0)]
+        return [(to_batch([self.train_docs[i] for i in part], self.vocab).to(ctx.device), 1.0) for part in parts]
+
+    def _train_step(self, indices: list[int]) -> tuple[dict, int, bool]:
+        """Forward and backward over one global batch; returns (stats, tokens processed, finite)."""
+        ctx = self.ctx
+        micro = self._micro_batches(indices)
+        local_tokens = sum(w * b.num_target_tokens() for b, w in micro)
+        local_all = sum(w * (b.num_source_tokens() + b.num_target_tokens()) for b, w in micro)
+        global_tokens, global_all = ctx.all_reduce_sum([local_tokens, local_all])
+        self.optimizer.zero_grad(set_to_none=True)
+        losses, finite, last = [], True, len(micro) - 1
+        for k, (batch, weight) in enumerate(micro):
+            sync = contextlib.nullcontext() if (k == last or not ctx.enabled) else self.train_model.no_sync()
+            with sync:
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast):
+                    loss, stats = self.objective(self.train_model, batch)
+                finite = finite and bool(torch.isfinite(loss))
+                scale = weight * stats["tokens"] * ctx.world_size / max(global_tokens, 1.0)
+                (loss * scale).backward()
+            losses.append(stats)
+        finite = ctx.all_reduce_sum([0.0 if finite else 1.0])[0] == 0
+        merged = dict(losses[-1])
+        merged["loss"] = sum(s["loss"] for s in losses) / len(losses)
+        return merged, int(global_all), finite
 
     def run(self) -> Path:
         t = self.config.train
         started = time.perf_counter()
         deadline = started + t.max_minutes * 60 if t.max_minutes else None
-        self.monitor = TrainingMonitor(self.run_dir, max_steps=t.max_steps, start_step=self.step,
-                                       log_every=t.log_every, deadline=deadline, tensorboard=t.tensorboard)
+        if self.ctx.is_main:
+            self.monitor = TrainingMonitor(self.run_dir, max_steps=t.max_steps, start_step=self.step,
+                                           log_every=t.log_every, deadline=deadline, tensorboard=t.tensorboard)
         self.model.train()
-        batches = iterate_batches(self.train_docs, self.vocab, t.batch_size, seed=t.seed, start_step=self.step,
-                                  window=t.bucket_batches)
+        lengths = [d.num_tokens for d in self.train_docs]
+        batches = iterate_global_batches(lengths, t.batch_size, seed=t.seed, start_step=self.step,
+                                         window=t.bucket_batches)
         try:
-            while self.step < t.max_steps and (deadline is None or time.perf_counter() < deadline):
-                _, batch = next(batches)
-                loss, stats = self.objective(self.model, batch)
-                if not torch.isfinite(loss):
-                    self.monitor.message(f"step {self.step}: non-finite loss ({loss.item()}) on documents "
-                                         f"{batch.ids[:4]}; batch skipped")
+            while self.step < t.max_steps and not self._out_of_time(deadline):
+                indices = next(batches)
+                stats, tokens, finite = self._train_step(indices)
+                if not finite:
+                    self._message(f"step {self.step}: non-finite loss on documents "
+                                  f"{[self.train_docs[i].id for i in indices[:4]]}; update skipped")
+                    self.optimizer.zero_grad(set_to_none=True)
                     self.step += 1
                     continue
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
                 self.optimizer.step()
                 if self.scheduler is not None:
                     self.scheduler.step()
                 self.step += 1
-                self.monitor.step(self.step, stats, batch.num_source_tokens() + batch.num_target_tokens(),
-                                  float(grad_norm), self.optimizer.param_groups[0]["lr"])
+                if self.monitor is not None:
+                    self.monitor.step(self.step, stats, tokens, float(grad_norm), self.optimizer.param_groups[0]["lr"])
                 if self.step % t.valid_every == 0:
                     self.validate_and_save()
             if self.step % t.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
         except KeyboardInterrupt:
-            self.monitor.message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
-            save_checkpoint(self._state(), self.ckpt_dir / "last.pt")
+            if self.ctx.is_main:
+                self._message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
+                save_checkpoint(self._state(), self.ckpt_dir / "last.pt")
             raise
         finally:
-            self.monitor.close()
-        log(f"done: {self.step} steps in {format_duration(time.perf_counter() - started)}; "
-            f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
+            if self.monitor is not None:
+                self.monitor.close()
+        self._log(f"done: {self.step} steps in {format_duration(time.perf_counter() - started)}; "
+                  f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
         return self.ckpt_dir / "best.pt"
+
+    def _out_of_time(self, deadline: float | None) -> bool:
+        """All processes stop at the same step: the main process's clock decides."""
+        late = deadline is not None and time.perf_counter() >= deadline
+        return self.ctx.all_reduce_sum([1.0 if (late and self.ctx.is_main) else 0.0])[0] > 0
+
+    def _message(self, text: str) -> None:
+        if self.monitor is not None:
+            self.monitor.message(text)
+
+
+def _slice(items: list[int], k: int, parts: int) -> list[int]:
+    """The k-th of ``parts`` contiguous, near-equal slices of ``items``."""
+    n = len(items)
+    return items[k * n // parts : (k + 1) * n // parts]
 
 
 def train(config: Config, *, resume: str | None = None, init_from: str | None = None) -> Path:
-    return Trainer(config, resume=resume, init_from=init_from).run()
+    try:
+        return Trainer(config, resume=resume, init_from=init_from).run()
+    finally:
+        distributed.teardown()

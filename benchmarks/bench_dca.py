@@ -36,7 +36,7 @@ def measure(preset: str, args) -> dict:
 
     from agentsum.config import load_config
     from agentsum.corpus import load_examples
-    from agentsum.dataset import iterate_batches, prepare_all, sorted_batches
+    from agentsum.dataset import iterate_global_batches, prepare_all, sorted_batches, to_batch
     from agentsum.models import build_model
     from agentsum.objectives import build_objective
     from agentsum.search import SearchConfig, search
@@ -56,13 +56,13 @@ def measure(preset: str, args) -> dict:
         model, vocab, _, _ = load_model(args.checkpoint)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
     objective = build_objective(config.train, vocab)
-    batches = iterate_batches(docs, vocab, config.train.batch_size, seed=0)
+    batches = iterate_global_batches([d.num_tokens for d in docs], config.train.batch_size, seed=0)
 
     model.train()
     tokens = 0
     seconds = 0.0
     for i in range(args.warmup + args.steps):
-        _, batch = next(batches)
+        batch = to_batch([docs[i] for i in next(batches)], vocab)
         start = time.perf_counter()
         loss, _ = objective(model, batch)
         optimizer.zero_grad(set_to_none=True)

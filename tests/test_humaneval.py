@@ -226,3 +226,19 @@ def test_command_line(study, tmp_path, capsys):
                               "--data", study["data"], "--out", str(out)])
     assert run(args) == 2
     assert "nope.jsonl: not found" in capsys.readouterr().err
+
+
+def test_mechanical_turk_results(study, tmp_path):
+    """Batch results of a HIT built from h2h.csv: Input./Answer. columns, WorkerId as the judge."""
+    key = study["key"]["h2h"]
+    rows = []
+    for worker in ("W1", "W2"):
+        for row in read_rows(study["dir"] / "h2h.csv"):
+            order = key[row["item"]]["order"]
+            out = {"HITId": "x", "WorkerId": worker, "Input.item": row["item"], "Input.summary_1": row["summary_1"],
+                   "Input.summary_2": row["summary_2"]}
+            out.update({f"Answer.{c}": slot(order, "B") for c in CRITERION_NAMES})
+            rows.append(out)
+    r = score_sheets(study["key"], [write_rows(tmp_path / "Batch_results.csv", rows)])
+    assert r["head_to_head"]["judges"] == ["W1", "W2"]
+    assert r["head_to_head"]["overall"]["B_wins"] == 2 * N and r["head_to_head"]["overall"]["p_sign"] < 1e-5

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import threading
 
 import httpx
 import pytest
 import torch
-
 from conftest import synthetic_rows
 
 MAX_TEXTS = 8
@@ -96,7 +96,7 @@ def test_attention_payload(client):
         spans = attn["sentences"]
         assert len(spans) == len(s["sentences"])
         assert spans[0]["start"] == 0 and spans[-1]["end"] == len(s["tokens"])
-        for a, b in zip(spans, spans[1:]):
+        for a, b in itertools.pairwise(spans):
             assert a["end"] == b["start"]
         for span in spans:
             rows = [attn["per_token"][j]["agent"] for j in range(span["start"], span["end"])]
@@ -329,3 +329,49 @@ def test_cli_parser():
                               "--batch-wait-ms", "5", "--max-body-bytes", "1000", "--threads", "2"])
     assert (args.command, args.checkpoint, args.host, args.port) == ("serve", "x.pt", "127.0.0.1", 9000)
     assert (args.max_batch, args.batch_wait_ms, args.max_body_bytes, args.serve_threads) == (8, 5, 1000, 2)
+
+
+def test_requests_with_different_settings_are_not_mixed(client):
+    """Concurrent requests with different decoding settings each get their own settings."""
+    texts = articles(6, seed=44)
+    lengths = [3, 5, 3, 5, 3, 5]
+    barrier = threading.Barrier(len(texts))
+    results: list = [None] * len(texts)
+
+    def worker(i: int) -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=60) as c:
+            barrier.wait()
+            results[i] = c.post("/v1/summarize", json={"text": texts[i], "min_length": lengths[i],
+                                                       "max_length": lengths[i]})
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [len(r.json()["summaries"][0]["tokens"]) for r in results] == lengths
+
+
+def test_full_queue_answers_503(tiny_run):
+    from agentsum.serve import background_server, create_app
+
+    app = create_app(tiny_run["checkpoint"], max_texts=1, max_pending=1, batch_wait_ms=400)
+    n = 4
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+    with background_server(app) as url:
+        def worker(i: int) -> None:
+            with httpx.Client(base_url=url, timeout=60) as c:
+                barrier.wait()
+                results[i] = c.post("/v1/summarize", json={"text": articles(1)[0]})
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        codes = sorted(r.status_code for r in results)
+        assert 200 in codes and 503 in codes and set(codes) <= {200, 503}
+        busy = next(r for r in results if r.status_code == 503)
+        assert "busy" in busy.json()["error"] and busy.headers["retry-after"] == "1"
+        assert httpx.get(url + "/v1/model").json()["batching"]["rejected_busy"] >= 1

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import synthetic_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,9 +41,9 @@ def browser_paths() -> tuple[str, str]:
         sudo = [] if os.geteuid() == 0 else ["sudo"]
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         install = sudo + ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]
-        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
-            subprocess.run(sudo + ["apt-get", "update", "-qq"], env=env, capture_output=True)
-            done = subprocess.run(install, env=env, capture_output=True, text=True)
+        if subprocess.run(install, check=False, env=env, capture_output=True).returncode != 0:
+            subprocess.run(sudo + ["apt-get", "update", "-qq"], check=False, env=env, capture_output=True)
+            done = subprocess.run(install, check=False, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 pytest.fail(f"apt-get could not install chromium/chromium-driver: {done.stderr[-500:]}")
         browser, driver = _find(["chromium", "chromium-browser"]), _find(["chromedriver"])
@@ -148,7 +147,7 @@ def test_page_summarizes_and_highlights_attention(server, driver):
     # A screenshot of the whole page for people to look at, with one summary word hovered.
     ARTIFACTS.mkdir(exist_ok=True)
     height = driver.execute_script("return document.documentElement.scrollHeight;")
-    driver.set_window_size(1280, min(max(height + 140, 800), 2400))
+    driver.set_window_size(1280, min(max(height + 200, 800), 2400))
     driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur();")
     ActionChains(driver).move_to_element(driver.find_elements(By.CSS_SELECTOR, "#summary .tok")[3]).perform()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#source .src-tok.highlight"))

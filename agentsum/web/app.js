@@ -76,7 +76,7 @@
       const sel = m.selection && m.selection.metric && m.selection.value !== null
         ? ` · ${m.selection.metric} ${Number(m.selection.value).toFixed(3)}` : "";
       info.textContent = `${m.model_type.toUpperCase()} · ${m.agents} agents · ` +
-        `${m.vocab_size.toLocaleString()} words · step ${m.step ?? "?"}${sel}`;
+        `vocabulary ${m.vocab_size.toLocaleString()} · step ${m.step ?? "?"}${sel}`;
       info.title = `${m.checkpoint}: ${m.parameters.toLocaleString()} parameters`;
       $("#beam").placeholder = m.search_defaults.beam_size;
       $("#min-length").placeholder = m.search_defaults.min_length;
@@ -265,7 +265,6 @@
       bar.appendChild(seg);
     });
     wrap.appendChild(bar);
-    wrap.appendChild(el("p", "agent-bar-caption", `Attention by agent: ${parts.join(" · ")}`));
     return wrap;
   }
 

@@ -1,0 +1,85 @@
+"""Multi-process training with PyTorch DistributedDataParallel, launched by ``torchrun``.
+
+``torchrun --nproc_per_node N -m agentsum.cli train ...`` sets RANK / WORLD_SIZE / LOCAL_RANK;
+:func:`setup` then joins the process group (NCCL on GPUs, gloo on CPUs). With one process nothing
+distributed happens and the same training loop runs unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistContext:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    def all_reduce_sum(self, values: list[float]) -> list[float]:
+        """Element-wise sums over all processes (one collective call)."""
+        if not self.enabled:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return t.tolist()
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+
+def choose_device(preference: str, local_rank: int) -> torch.device:
+    if preference == "auto":
+        preference = "cuda" if torch.cuda.is_available() else "cpu"
+    if preference == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("train.device is cuda but no GPU is available")
+        return torch.device("cuda", local_rank)
+    if preference != "cpu":
+        raise ValueError(f"train.device must be auto, cpu or cuda, got {preference!r}")
+    return torch.device("cpu")
+
+
+def setup(device_preference: str = "auto") -> DistContext:
+    """Join the process group when launched by torchrun with more than one process."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = choose_device(device_preference, local_rank)
+    if world > 1 and not dist.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return DistContext(rank, world, local_rank, device)
+
+
+def wrap(model: torch.nn.Module, ctx: DistContext) -> torch.nn.Module:
+    if not ctx.enabled:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside a DistributedDataParallel wrapper (for encode/step/target_ids)."""
+    return getattr(model, "module", model)
+
+
+def teardown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
