@@ -123,12 +123,16 @@ def cmd_train(args) -> int:
 def _progress(total: int, label: str):
     started, done = time.perf_counter(), [0]
 
+    live = sys.stderr.isatty()
+
     def update(n: int) -> None:
         done[0] += n
         rate = done[0] / max(time.perf_counter() - started, 1e-9)
-        print(f"\r{label}: {done[0]}/{total} documents, {rate:.2f} docs/s", end="", file=sys.stderr, flush=True)
-        if done[0] >= total:
-            print(file=sys.stderr)
+        line = f"{label}: {done[0]}/{total} documents, {rate:.2f} docs/s"
+        if live:  # one line, rewritten in place
+            print("\r" + line, end="\n" if done[0] >= total else "", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     return update
 

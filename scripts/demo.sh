@@ -20,7 +20,7 @@ if [ ! -f "$DATA/train_stories.jsonl" ]; then
   exit 2
 fi
 
-echo "== 1. training a 3-agent DCA for $MINUTES minutes (logs: $RUN/train.log)"
+echo "== 1. training a 3-agent DCA for $MINUTES minutes (log: $RUN.train.log)"
 agentsum train --config demo --run-dir "$RUN" \
   --set "data.train=$DATA/train_stories.jsonl" \
   --set "data.valid={path: $DATA/validation_1000.jsonl, start: 0, end: 100}" \
