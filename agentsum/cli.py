@@ -22,15 +22,25 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--end", type=int, help="row after the last")
     p.add_argument("--min-human-label", type=int,
                    help="LCSTS PART II/III: keep pairs scored at least this (3 = the standard test set)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed lines (counted and reported) instead of stopping at the first")
 
 
 def _load_examples(args, d):
-    from agentsum.corpus import load_examples
+    from agentsum.corpus import ReadStats, load_examples
 
     label = args.min_human_label if args.min_human_label is not None else d.min_human_label
-    return load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
-                         summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
-                         min_human_label=label)
+    stats = ReadStats()
+    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
+                             summary_field=d.summary_field, id_field=d.id_field,
+                             skip_bad=d.skip_bad or args.skip_bad, min_human_label=label, stats=stats)
+    report_skipped(args.data, stats)
+    return examples
+
+
+def report_skipped(source: str, stats) -> None:
+    if stats.skipped:
+        print(f"{source}: skipped {stats.skipped} bad line(s); first: {'; '.join(stats.errors[:3])}", file=sys.stderr)
 
 
 def _add_search_options(p: argparse.ArgumentParser) -> None:

@@ -95,6 +95,8 @@ class TrainConfig:
     seed: int = 1
     threads: int | None = None  # torch intra-op threads; None = torch's default
     run_dir: str = "runs/default"
+    keep_checkpoints: int = 2  # also keep the last N validation checkpoints as checkpoints/step-*.pt (0: none)
+    on_nonfinite: str = "skip"  # a NaN/inf loss: skip that batch's update, or stop
     bucket_batches: int = 50  # batches per length-sorted bucket window (1 disables bucketing)
 
 

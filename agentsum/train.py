@@ -20,7 +20,7 @@ import yaml
 
 from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.config import Config, DataSource
-from agentsum.corpus import load_examples
+from agentsum.corpus import ReadStats, load_examples
 from agentsum import distributed
 from agentsum.batch import Batch
 from agentsum.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
@@ -35,9 +35,12 @@ from agentsum.vocab import Vocabulary
 
 def load_documents(source: DataSource, config: Config) -> list[Document]:
     d = config.data
+    stats = ReadStats()
     examples = load_examples(source.path, start=source.start, end=source.end, article_field=d.article_field,
                              summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
-                             min_human_label=d.min_human_label)
+                             min_human_label=d.min_human_label, stats=stats)
+    if stats.skipped:
+        log(f"{source.path}: skipped {stats.skipped} bad line(s); first: {'; '.join(stats.errors[:3])}")
     return prepare_all(examples, d)
 
 
@@ -116,6 +119,8 @@ class Trainer:
             raise ValueError(f"train.batch_size {t.batch_size} must be divisible by processes x train.accumulate "
                              f"({self.ctx.world_size} x {t.accumulate})")
         self.autocast = t.precision == "bf16" and self.ctx.device.type == "cuda"
+        if t.on_nonfinite not in ("skip", "stop"):
+            raise ValueError(f"train.on_nonfinite must be skip or stop, got {t.on_nonfinite!r}")
         if t.precision not in ("fp32", "bf16"):
             raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
 
@@ -232,6 +237,11 @@ class Trainer:
         save_checkpoint(state, self.ckpt_dir / "last.pt")
         if improved:
             save_checkpoint(state, self.ckpt_dir / "best.pt")
+        keep = self.config.train.keep_checkpoints
+        if keep > 0:
+            save_checkpoint(state, self.ckpt_dir / f"step-{self.step:08d}.pt")
+            for old in sorted(self.ckpt_dir.glob("step-*.pt"))[:-keep]:
+                old.unlink()
         self.ctx.barrier()
 
     def _micro_batches(self, indices: list[int]) -> list[tuple[Batch, float]]:
@@ -287,8 +297,11 @@ class Trainer:
                 indices = next(batches)
                 stats, tokens, finite = self._train_step(indices)
                 if not finite:
-                    self._message(f"step {self.step}: non-finite loss on documents "
-                                  f"{[self.train_docs[i].id for i in indices[:4]]}; update skipped")
+                    ids = [self.train_docs[i].id for i in indices]
+                    if t.on_nonfinite == "stop":
+                        raise FloatingPointError(f"step {self.step}: non-finite loss on documents {ids}; stopped "
+                                                 f"(checkpoints untouched; train.on_nonfinite=skip skips such batches)")
+                    self._message(f"step {self.step}: non-finite loss on documents {ids}; update skipped")
                     self.optimizer.zero_grad(set_to_none=True)
                     self.step += 1
                     continue

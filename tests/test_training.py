@@ -126,3 +126,50 @@ def test_cli_reports_data_errors_without_traceback(tmp_path, capsys):
     assert main(["lead3", "--data", str(broken)]) == 2
     err = capsys.readouterr().err
     assert "broken.jsonl:2" in err and "Traceback" not in err
+
+
+class _NaNAt:
+    """Wraps an objective so that one step's loss is NaN."""
+
+    def __init__(self, objective, bad_call):
+        self.objective, self.bad_call, self.calls = objective, bad_call, 0
+        self.selection = objective.selection
+
+    def __call__(self, model, batch):
+        loss, stats = self.objective(model, batch)
+        self.calls += 1
+        return (loss * float("nan") if self.calls == self.bad_call else loss), stats
+
+
+def test_nonfinite_loss_is_skipped_or_stops_without_touching_checkpoints(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    skip = Trainer(tiny_config(tmp_path / "skip", corpus, **{"train.max_steps": 4, "train.valid_every": 2}))
+    skip.objective = _NaNAt(skip.objective, bad_call=3)
+    skip.run()
+    assert skip.step == 4 and all(torch.isfinite(p).all() for p in skip.model.parameters())
+
+    stop = Trainer(tiny_config(tmp_path / "stop", corpus, **{"train.max_steps": 4, "train.valid_every": 2,
+                                                          "train.on_nonfinite": "stop"}))
+    stop.objective = _NaNAt(stop.objective, bad_call=3)
+    with pytest.raises(FloatingPointError, match="step 2: non-finite loss"):
+        stop.run()
+    last = read_checkpoint(tmp_path / "stop" / "run" / "checkpoints" / "last.pt")
+    assert last["step"] == 2 and all(torch.isfinite(v).all() for v in last["model"].values())
+
+
+def test_last_n_validation_checkpoints_are_kept(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    Trainer(tiny_config(tmp_path, corpus, **{"train.max_steps": 6, "train.valid_every": 2,
+                                             "train.keep_checkpoints": 2})).run()
+    kept = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step-*.pt"))
+    assert kept == ["step-00000004.pt", "step-00000006.pt"]
+
+
+def test_skip_bad_counts_and_reports_bad_lines(tmp_path, capsys):
+    data = tmp_path / "mixed.jsonl"
+    data.write_text('{"article": "The cat sat. It ran.", "summary": "the cat sat ."}\nnot json\n'
+                    '{"article": "A dog barked.", "summary": "a dog barked ."}\n', encoding="utf-8")
+    assert main(["lead3", "--data", str(data), "--skip-bad"]) == 0
+    captured = capsys.readouterr()
+    assert "(F1, 2 documents)" in captured.out
+    assert "skipped 1 bad line(s)" in captured.err and "mixed.jsonl:2" in captured.err
