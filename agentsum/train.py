@@ -124,14 +124,17 @@ class Trainer:
         if t.precision not in ("fp32", "bf16"):
             raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
 
+        init_from = None if resume else (init_from or t.init_from)
+        if init_from and not Path(init_from).is_file():
+            raise CheckpointError(f"train.init_from: {init_from} not found; RL presets start from an MLE model: "
+                                  f"train it first (m3 from m1, m7 from m6) or pass --init-from CKPT")
+        previous = read_checkpoint(resume or init_from) if (resume or init_from) else None  # fail fast
+
         started = time.perf_counter()
         self.train_docs = load_documents(config.data.train, config)
         self.valid_docs = load_documents(config.data.valid, config) if config.data.valid else []
         self._log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
-            f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
-
-        init_from = None if resume else (init_from or t.init_from)
-        previous = read_checkpoint(resume or init_from) if (resume or init_from) else None
+                  f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
         self.optimizer = build_optimizer(t.optimizer, self.model.parameters(), t.lr)
