@@ -60,7 +60,14 @@ _jieba_lock = threading.Lock()
 def normalize(text: str, lower: bool = True) -> str:
     """NFKC (full-width ASCII -> half-width), invisible characters removed, lower-cased."""
     text = _INVISIBLE_RE.sub("", unicodedata.normalize("NFKC", text))
-    return text.lower() if lower else text
+    return _lower(text) if lower else text
+
+
+def _lower(text: str) -> str:
+    """Lower-case character by character: ``str.lower`` on a whole string is context-dependent (a
+    word-final capital sigma becomes a final sigma), so lower-casing a text and lower-casing its
+    tokens one by one could disagree, and tokenization would no longer round-trip."""
+    return "".join(c.lower() for c in text)
 
 
 def _get_jieba():
@@ -100,7 +107,7 @@ def tokenize(text: str, mode: str = "jieba", lower: bool = True) -> list[str]:
         if not token or token.isspace():
             continue
         if lower:
-            token = token.lower()
+            token = _lower(token)
         # jieba never returns a token with inner whitespace; split one defensively all the same.
         tokens.extend(token.split() if _WHITESPACE_RE.search(token) else (token,))
     return tokens

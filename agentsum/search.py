@@ -237,23 +237,31 @@ def _scored_step(
     t: int,
     config: SearchConfig,
     expected_width: int,
+    row_oov: torch.Tensor,
 ) -> tuple[torch.Tensor, Selectable, torch.Tensor, torch.Tensor, bool]:
     """One decoder step with the filters applied.
 
-    Returns (log_probs (N, V_ext) float32 with min_length / trigram constraints applied,
-    new state, copy positions (N,) int64, agent attention (N, A) float32, owned) where owned says
-    whether log_probs is a fresh tensor that may be modified in place.
+    ``row_oov`` (N,) is the number of OOV words of each row's document: extended ids beyond it
+    belong to other documents of the batch and are forbidden, as are PAD and BOS (never words).
+
+    Returns (log_probs (N, V_ext) float32 with these and the min_length / trigram constraints
+    applied, new state, copy positions (N,) int64, agent attention (N, A) float32, owned) where
+    owned says whether log_probs is a fresh tensor that may be modified in place (it always is).
     """
     log_probs, state, attn = model.step(enc, state, input_ids)
     if log_probs.size(-1) != expected_width:
         raise ValueError(
             f"model.step returned {log_probs.size(-1)} scores per row, expected vocab_size + max_oov = {expected_width}"
         )
-    owned = log_probs.dtype != torch.float32  # True once log_probs is our own copy
-    log_probs = log_probs.float()
+    log_probs = log_probs.float().clone()
+    owned = True
+    log_probs[:, PAD_ID] = NEG_INF
+    log_probs[:, BOS_ID] = NEG_INF
+    V = model.vocab_size
+    if expected_width > V:
+        others = torch.arange(expected_width - V, device=log_probs.device).unsqueeze(0) >= row_oov.unsqueeze(1)
+        log_probs[:, V:] = log_probs[:, V:].masked_fill(others, NEG_INF)
     if t < config.min_length:
-        if not owned:
-            log_probs, owned = log_probs.clone(), True
         log_probs[:, EOS_ID] = NEG_INF
     if config.block_trigrams and t >= 2:
         log_probs, owned = block_repeated_ngrams(log_probs, history[:, :t], n=3), True
@@ -292,6 +300,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     device = batch.src_ids.device
     B, A, L = batch.batch_size, batch.n_agents, config.max_length
     width = model.vocab_size + batch.max_oov
+    n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
 
     enc = model.encode(batch)
     state = model.init_state(enc)
@@ -310,7 +319,8 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     out_finished = torch.zeros(B, dtype=torch.bool, device=device)
 
     for t in range(L):
-        log_probs, state, copy_pos, agent, _ = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width)
+        log_probs, state, copy_pos, agent, _ = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
+                                                            n_oov[active])
         best_lp, tok = log_probs.max(dim=-1)
         tok = tok.masked_fill(best_lp == NEG_INF, EOS_ID)
         sums = sums + best_lp
@@ -389,6 +399,7 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     B, A, L, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size
     pen = config.length_penalty
     width = model.vocab_size + batch.max_oov
+    n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
 
     enc = model.encode(batch)
     state = model.init_state(enc)
@@ -414,7 +425,7 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     for t in range(L):
         Ba = active.numel()
         log_probs, state, copy_pos, agent, owned = _scored_step(
-            model, enc, state, input_ids, tok_buf, t, config, width
+            model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K)
         )
         cand = log_probs.add_(live.reshape(-1, 1)) if owned else log_probs + live.reshape(-1, 1)
         cand = cand.reshape(Ba, K * width)
