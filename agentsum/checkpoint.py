@@ -55,9 +55,15 @@ def read_checkpoint(path: str | Path) -> dict:
 def load_model(path: str | Path, device: str | torch.device = "cpu"):
     """(model in eval mode, vocabulary, config, raw checkpoint dict) from a checkpoint file."""
     state = read_checkpoint(path)
-    config = Config.from_dict(state["config"], f"{path}: config")
-    vocab = Vocabulary(state["vocab"])
-    model = build_model(config.model, len(vocab))
+    try:
+        config = Config.from_dict(state["config"], f"{path}: config")
+        vocab = Vocabulary(state["vocab"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: invalid configuration or vocabulary: {e}") from None
+    try:
+        model = build_model(config.model, len(vocab))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: cannot build its model: {e}") from None
     try:
         model.load_state_dict(state["model"])
     except RuntimeError as e:

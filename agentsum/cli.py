@@ -149,7 +149,7 @@ def _progress(total: int, label: str):
 
 def cmd_summarize(args) -> int:
     from agentsum.checkpoint import load_model
-    from agentsum.corpus import Example, load_examples, read_text_file
+    from agentsum.corpus import DataError, Example, load_examples, read_text_file
     from agentsum.dataset import prepare_all
     from agentsum.evaluate import summarize_documents
     from agentsum.language import text_processor
@@ -160,9 +160,10 @@ def cmd_summarize(args) -> int:
     else:
         examples = [Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)]
     docs = prepare_all(examples, config.data, drop_empty=False)
-    for d in docs:
+    for example, d in zip(examples, docs):
         if not any(d.agents):
-            raise SystemExit(f"agentsum summarize: {d.id}: the article has no words to summarize")
+            where = "<stdin>" if example.origin == "-" else example.origin
+            raise DataError(f"{where}: the article has no words to summarize")
     language = text_processor(config.data)
     for tokens in summarize_documents(model, vocab, docs, _search_config(args, config), args.batch_size):
         print(language.display(tokens))

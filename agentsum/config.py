@@ -120,12 +120,26 @@ class Config:
         for key in ("train", "valid", "test"):
             data_raw[key] = DataSource.parse(data_raw.get(key), f"{where}: data.{key}")
         model = {"type": "dca", **(raw.get("model") or {})}
+        _check_model_section(model, f"{where}: model")
         return cls(
             data=fill_dataclass(DataConfig, data_raw, f"{where}: data"),
             model=model,
             train=fill_dataclass(TrainConfig, raw.get("train") or {}, f"{where}: train"),
             search=fill_dataclass(SearchConfig, raw.get("search") or {}, f"{where}: search"),
         )
+
+
+def _check_model_section(model: dict, where: str) -> None:
+    """Unknown model types and keys fail when the configuration is read, before any data is."""
+    from agentsum.models import MODEL_TYPES
+
+    kind = model.get("type")
+    if kind not in MODEL_TYPES:
+        raise ConfigError(f"{where}.type: unknown model type {kind!r} (known: {', '.join(MODEL_TYPES)})")
+    known = {f.name for f in dataclasses.fields(MODEL_TYPES[kind][1])} - {"vocab_size"}
+    unknown = set(model) - known - {"type"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} for {kind}; known: {sorted(known)}")
 
 
 def _coerce(value: Any, annotation: str, where: str) -> Any:

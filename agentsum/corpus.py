@@ -88,7 +88,7 @@ def _parse_jsonl_line(raw: bytes, where: str) -> dict[str, Any]:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        raise DataError(f"{where}: invalid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     return obj

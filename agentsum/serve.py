@@ -683,7 +683,10 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
 
     @app.exception_handler(StarletteHTTPException)
     async def _on_http_error(request: Request, exc: StarletteHTTPException):
-        return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+        detail = str(exc.detail)
+        if exc.status_code == 400 and detail == "There was an error parsing the body":  # FastAPI's generic text
+            detail = "request body is not valid JSON (not UTF-8 text, or nested too deeply)"
+        return error_response(exc.status_code, detail, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(RequestError)
     async def _on_request_error(request: Request, exc: RequestError):

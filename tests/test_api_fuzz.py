@@ -1,0 +1,150 @@
+"""Schema-driven fuzzing of the served OpenAPI schema with schemathesis, against a live loopback server.
+
+schemathesis reads ``/openapi.json`` from a real uvicorn server running the tiny checkpoint and generates
+requests for every operation with Hypothesis (``APIOperation.as_strategy``), derandomized (the same inputs on
+every run) and without an example database:
+
+* ``positive``: bodies valid under the schema (many are still refused: the schema cannot say "exactly one of
+  text / texts", and it declares ``integer`` where the server wants a JSON integer literal, not ``25.0``);
+* ``negative``: bodies that violate the schema (wrong types, unknown fields, non-JSON bytes);
+* ``accepted``: positive bodies normalized to what the server accepts (exactly one of text / texts, integer
+  literals), so the fuzzed *texts* (arbitrary Unicode from Hypothesis) reach tokenization, the model and the
+  attention payload.
+
+Every answer must be documented by the schema (status code, content type, response body schema) and never a
+5xx. Runtime is bounded: small limits on the server, ``max_examples`` per run, a timeout per request and a
+wall-clock budget for the whole fuzz run (checked at the end).
+
+(schemathesis' own ``schema.parametrize()`` / ``pytest.from_fixture`` runner needs a pytest internal that
+pytest 9 removed (``Function._nodeid``), so the strategies are driven by Hypothesis directly.)
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis", reason="pip install schemathesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from schemathesis import GenerationMode  # noqa: E402
+from schemathesis.checks import (  # noqa: E402
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+MAX_EXAMPLES = 100  # generated requests per POST /v1/summarize run
+REQUEST_TIMEOUT = 30.0
+FUZZ_BUDGET_S = 75.0  # the whole fuzz run must finish in this much wall-clock time
+MAX_TEXTS = 4
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+#: 422 answers an "accepted" body may still get: the text holds nothing to summarize, or limits the schema
+#: does not express.
+ACCEPTED_REFUSALS = ("empty or only whitespace", "no words to summarize", "too many texts", "is larger than")
+
+#: (operation, run, status) -> requests sent; filled by test_fuzz_openapi, read by the last test.
+CALLS: collections.Counter = collections.Counter()
+_lock = threading.Lock()
+_started: list[float] = []
+
+
+@pytest.fixture(scope="module")
+def fuzz_url(tiny_run):
+    import torch
+
+    from agentsum.serve import background_server, create_app
+
+    torch.set_num_threads(1)
+    app = create_app(tiny_run["checkpoint"], max_body_bytes=200_000, max_batch=8, batch_wait_ms=0,
+                     max_texts=MAX_TEXTS, threads=1)
+    with background_server(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def api_schema(fuzz_url):
+    return schemathesis.openapi.from_url(fuzz_url + "/openapi.json", timeout=REQUEST_TIMEOUT)
+
+
+def accepted(case):
+    """Make a positive /v1/summarize body one the server accepts: exactly one of text / texts, int literals."""
+    if isinstance(case.body, dict):
+        body = dict(case.body)
+        for key in ("beam_size", "max_length", "min_length"):
+            if isinstance(body.get(key), float):
+                body[key] = int(body[key])
+        if body.get("text") is not None and body.get("texts") is not None:
+            del body["texts"]
+        if body.get("text") is None and body.get("texts") is None:
+            body["text"] = "the cat saw a dog near the park ."
+        case.body = body
+    return case
+
+
+#: (method, path, run, examples). The GET operations take no parameters: no negative mode (an empty schema
+#: cannot be violated) and few distinct requests.
+RUNS = [
+    ("POST", "/v1/summarize", "positive", MAX_EXAMPLES),
+    ("POST", "/v1/summarize", "negative", MAX_EXAMPLES),
+    ("POST", "/v1/summarize", "accepted", MAX_EXAMPLES),
+    ("GET", "/v1/model", "positive", 5),
+    ("GET", "/health", "positive", 5),
+]
+
+
+@pytest.mark.parametrize("method,path,run,examples", RUNS, ids=[f"{m} {p} {r}" for m, p, r, _ in RUNS])
+def test_fuzz_openapi(api_schema, method, path, run, examples):
+    """Generated requests: never a 5xx, always a response the schema documents."""
+    _started.append(time.monotonic())
+    operation = api_schema[path][method]
+    label = f"{method} {path}"
+    strategy = operation.as_strategy(generation_mode=GenerationMode.NEGATIVE if run == "negative"
+                                     else GenerationMode.POSITIVE)
+    if run == "accepted":
+        strategy = strategy.map(accepted)
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(case=strategy)
+    def fuzz(case):
+        response = case.call(timeout=REQUEST_TIMEOUT)
+        with _lock:
+            CALLS[(label, run, response.status_code)] += 1
+        assert response.status_code < 500, (f"{label}: {response.status_code} {response.text[:500]}\n"
+                                            f"{case.as_curl_command()}")
+        case.validate_response(response, checks=CHECKS)
+        if run == "accepted":
+            body = case.body
+            if response.status_code == 422:
+                message = response.json()["error"]
+                assert any(reason in message for reason in ACCEPTED_REFUSALS), (message, body)
+            else:
+                assert response.status_code == 200, response.text[:500]
+                n = 1 if body.get("text") is not None else len(body["texts"])
+                summaries = response.json()["summaries"]
+                assert len(summaries) == n
+                assert all((s["attention"] is not None) == bool(body.get("attention")) for s in summaries)
+
+    fuzz()
+
+
+def test_fuzz_covered_every_operation_within_budget():
+    """After the fuzz runs (file order): every operation fuzzed, accepted and refused inputs seen, in budget."""
+    if not CALLS:
+        pytest.skip("run together with test_fuzz_openapi")
+    per_run = collections.Counter()
+    for (op, run, _), n in CALLS.items():
+        per_run[f"{op} {run}"] += n
+    print("\nfuzzed requests:", dict(per_run), "\nby status:", dict(sorted(CALLS.items())))
+    assert {f"{m} {p} {r}" for m, p, r, _ in RUNS} <= set(per_run), per_run
+    assert per_run["POST /v1/summarize accepted"] >= MAX_EXAMPLES // 2
+    assert CALLS[("POST /v1/summarize", "accepted", 200)] >= MAX_EXAMPLES // 2  # the model ran on fuzzed text
+    assert any(s == 422 for (op, r, s) in CALLS if r == "negative")
+    assert not [k for k in CALLS if k[2] >= 500]
+    assert time.monotonic() - _started[0] < FUZZ_BUDGET_S
