@@ -62,29 +62,14 @@ def average_attention(g: torch.Tensor) -> list[float] | None:
     return g.float().mean(dim=0).tolist()
 
 
-@torch.no_grad()
 def decode_with_attention(model, vocab, docs, search_config, batch_size: int = 16,
                           progress=None) -> tuple[list[list[str]], list[list[float] | None]]:
-    """Summary tokens and average agent attention of every document, in the order given.
+    """Summary tokens and average agent attention of every document, in the order given."""
+    from agentsum.evaluate import summarize_documents
 
-    Batched exactly like :func:`agentsum.evaluate.summarize_documents` (length-sorted batches, one
-    ``search`` call per batch), which does not return the attention.
-    """
-    from agentsum.dataset import sorted_batches
-    from agentsum.search import search, to_words
-
-    model.eval()
-    tokens: list[list[str]] = [[] for _ in docs]
-    attention: list[list[float] | None] = [None for _ in docs]
-    for indices, batch in sorted_batches(docs, vocab, batch_size, with_targets=False):
-        hyps = search(model, batch, search_config)
-        words = to_words(hyps.tokens, hyps.copy_positions, batch, vocab, unk_replace=search_config.unk_replace)
-        for i, w, g in zip(indices, words, hyps.agent_attention):
-            tokens[i] = w
-            attention[i] = average_attention(g)
-        if progress is not None:
-            progress(len(indices))
-    return tokens, attention
+    tokens, attention = summarize_documents(model, vocab, docs, search_config, batch_size, progress,
+                                            with_attention=True)
+    return tokens, [average_attention(g) for g in attention]
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,20 +446,13 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from agentsum.checkpoint import CheckpointError
-    from agentsum.cli import _progress
+    from agentsum.cli import _progress, search_overrides
     from agentsum.corpus import DataError
 
     try:
         if args.bins < 1:
             raise AnalysisError(f"--bins must be at least 1, got {args.bins}")
-        overrides = {}
-        for attr, field in (("beam", "beam_size"), ("min_length", "min_length"), ("max_length", "max_length")):
-            if getattr(args, attr, None) is not None:
-                overrides[field] = getattr(args, attr)
-        if getattr(args, "no_block_trigrams", False):
-            overrides["block_trigrams"] = False
-        if getattr(args, "no_unk_replace", False):
-            overrides["unk_replace"] = False
+        overrides = search_overrides(args)
         result = analyze(args.checkpoint, args.data, start=args.start, end=args.end,
                          min_human_label=args.min_human_label, compare=args.compare,
                          n_bins=args.bins, binning=args.binning, search_overrides=overrides,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -53,7 +52,8 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
 
-def _search_config(args, config):
+def search_overrides(args) -> dict:
+    """The SearchConfig fields set by the search options of :func:`_add_search_options`."""
     changes = {}
     if args.beam is not None:
         changes["beam_size"] = args.beam
@@ -65,7 +65,11 @@ def _search_config(args, config):
         changes["block_trigrams"] = False
     if args.no_unk_replace:
         changes["unk_replace"] = False
-    return dataclasses.replace(config.search, **changes)
+    return changes
+
+
+def _search_config(args, config):
+    return dataclasses.replace(config.search, **search_overrides(args))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ from agentsum.agents import default_agent_budget, split_among_agents
 from agentsum.batch import Batch, make_batch
 from agentsum.config import DataConfig
 from agentsum.corpus import Example
-from agentsum.language import text_processor
+from agentsum.language import TextProcessor, text_processor
 from agentsum.vocab import Vocabulary
 
 
@@ -40,27 +40,21 @@ def agent_budget(cfg: DataConfig) -> int:
     return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
 
 
-def split_article(text: str, cfg: DataConfig) -> list[list[str]]:
-    """Article text -> ``cfg.agents`` token lists."""
-    sentences = text_processor(cfg).article_sentences(text)
-    return split_among_agents(sentences, cfg.agents, agent_budget(cfg), cfg.max_article_tokens)
-
-
-def prepare(example: Example, cfg: DataConfig) -> Document:
-    language = text_processor(cfg)
+def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = None) -> Document:
+    """Tokenize an example and split its truncated article among ``cfg.agents`` agents."""
+    language = language or text_processor(cfg)
     summary = language.summary_sentences(example.summary) if example.summary else []
     flat = [tok for sentence in summary for tok in sentence]
-    return Document(
-        id=example.id,
-        agents=split_article(example.article, cfg),
-        summary=flat[: cfg.max_summary_tokens],
-        reference=language.join_sentences(summary),
-    )
+    agents = split_among_agents(language.article_sentences(example.article), cfg.agents, agent_budget(cfg),
+                                cfg.max_article_tokens)
+    return Document(id=example.id, agents=agents, summary=flat[: cfg.max_summary_tokens],
+                    reference=language.join_sentences(summary))
 
 
 def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: bool = True) -> list[Document]:
     """Preprocess every example; documents whose article has no tokens are dropped (nothing to encode)."""
-    docs = [prepare(ex, cfg) for ex in examples]
+    language = text_processor(cfg)
+    docs = [prepare(ex, cfg, language) for ex in examples]
     return [d for d in docs if any(d.agents)] if drop_empty else docs
 
 

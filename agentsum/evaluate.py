@@ -17,19 +17,25 @@ from agentsum.vocab import Vocabulary
 
 @torch.no_grad()
 def summarize_documents(model, vocab: Vocabulary, docs: Sequence[Document], search_config: SearchConfig,
-                        batch_size: int = 16, progress=None) -> list[list[str]]:
-    """Summary tokens for each document, in the order given."""
+                        batch_size: int = 16, progress=None, with_attention: bool = False):
+    """Summary tokens for each document, in the order given; decoded in length-sorted batches.
+
+    With ``with_attention`` returns ``(tokens, attention)`` where ``attention[i]`` is document i's
+    agent attention g^t per output token, a (len, A) tensor.
+    """
     model.eval()
     device = next(model.parameters()).device
     results: list[list[str]] = [[] for _ in docs]
+    attention: list[torch.Tensor | None] = [None for _ in docs]
     for indices, batch in sorted_batches(docs, vocab, batch_size, with_targets=False):
         hyps = search(model, batch.to(device), search_config)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, vocab, unk_replace=search_config.unk_replace)
-        for i, w in zip(indices, words):
+        for i, w, g in zip(indices, words, hyps.agent_attention):
             results[i] = w
+            attention[i] = g
         if progress is not None:
             progress(len(indices))
-    return results
+    return (results, attention) if with_attention else results
 
 
 def write_results(out_dir: str | Path, predictions: Sequence[str], references: Sequence[str], ids: Sequence[str],

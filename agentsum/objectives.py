@@ -89,7 +89,8 @@ def sample_and_greedy(model, enc, batch_size: int, max_length: int,
     PAD afterwards. No teacher forcing, no trigram blocking (the policy itself is sampled).
     """
     B = batch_size
-    index = torch.cat([torch.arange(B), torch.arange(B)]).to(enc.init_hidden.device)
+    device = next(model.parameters()).device
+    index = torch.cat([torch.arange(B), torch.arange(B)]).to(device)
     enc2 = enc.select(index)
     state = model.init_state(enc2)
     tokens = torch.full((2 * B, max_length), PAD_ID, dtype=torch.long, device=index.device)

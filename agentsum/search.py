@@ -238,15 +238,15 @@ def _scored_step(
     config: SearchConfig,
     expected_width: int,
     row_oov: torch.Tensor,
-) -> tuple[torch.Tensor, Selectable, torch.Tensor, torch.Tensor, bool]:
+) -> tuple[torch.Tensor, Selectable, torch.Tensor, torch.Tensor]:
     """One decoder step with the filters applied.
 
     ``row_oov`` (N,) is the number of OOV words of each row's document: extended ids beyond it
     belong to other documents of the batch and are forbidden, as are PAD and BOS (never words).
 
-    Returns (log_probs (N, V_ext) float32 with these and the min_length / trigram constraints
-    applied, new state, copy positions (N,) int64, agent attention (N, A) float32, owned) where
-    owned says whether log_probs is a fresh tensor that may be modified in place (it always is).
+    Returns (log_probs (N, V_ext) float32, a fresh tensor the caller may modify in place, with these
+    and the min_length / trigram constraints applied; new state; copy positions (N,) int64; agent
+    attention (N, A) float32).
     """
     log_probs, state, attn = model.step(enc, state, input_ids)
     if log_probs.size(-1) != expected_width:
@@ -254,7 +254,6 @@ def _scored_step(
             f"model.step returned {log_probs.size(-1)} scores per row, expected vocab_size + max_oov = {expected_width}"
         )
     log_probs = log_probs.float().clone()
-    owned = True
     log_probs[:, PAD_ID] = NEG_INF
     log_probs[:, BOS_ID] = NEG_INF
     V = model.vocab_size
@@ -264,11 +263,11 @@ def _scored_step(
     if t < config.min_length:
         log_probs[:, EOS_ID] = NEG_INF
     if config.block_trigrams and t >= 2:
-        log_probs, owned = block_repeated_ngrams(log_probs, history[:, :t], n=3), True
+        log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=3)
     agent = attn.agent.float()
     cascaded = attn.word.float() * agent.unsqueeze(-1)  # (N, A, S): l^t_{a,i} * g^t_a
     copy_pos = cascaded.flatten(1).argmax(dim=-1)
-    return log_probs, state, copy_pos, agent, owned
+    return log_probs, state, copy_pos, agent
 
 
 def _normalise(score_sum: torch.Tensor, n_steps: int, penalty: float) -> torch.Tensor:
@@ -319,7 +318,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     out_finished = torch.zeros(B, dtype=torch.bool, device=device)
 
     for t in range(L):
-        log_probs, state, copy_pos, agent, _ = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
+        log_probs, state, copy_pos, agent = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
                                                             n_oov[active])
         best_lp, tok = log_probs.max(dim=-1)
         tok = tok.masked_fill(best_lp == NEG_INF, EOS_ID)
@@ -424,10 +423,10 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     n_cand = min(2 * K, K * width)
     for t in range(L):
         Ba = active.numel()
-        log_probs, state, copy_pos, agent, owned = _scored_step(
+        log_probs, state, copy_pos, agent = _scored_step(
             model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K)
         )
-        cand = log_probs.add_(live.reshape(-1, 1)) if owned else log_probs + live.reshape(-1, 1)
+        cand = log_probs.add_(live.reshape(-1, 1))
         cand = cand.reshape(Ba, K * width)
         top_score, top_idx = cand.topk(n_cand, dim=1)  # (Ba, 2K), sorted
         top_beam = torch.div(top_idx, width, rounding_mode="floor")

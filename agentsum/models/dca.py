@@ -27,7 +27,7 @@ Choices where the paper is silent or ambiguous (also in docs/model.md):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -304,7 +304,7 @@ class DCA(nn.Module):
 
     def step_distribution(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
-        (N, 1, ...) and the decoder state s_t (N, H); used by sampling-based objectives."""
+        (N, 1, ...) and the decoder state s_t (N, H): everything :meth:`step` condenses."""
         y = self.input_embedding(input_ids).unsqueeze(1)  # (N, 1, E)
         s, (hidden, cell) = self.decoder(y, (state.hidden, state.cell))  # (N, 1, H)
         dist, attention, context = self._attend(enc, s, y, state.context.unsqueeze(1))
@@ -315,6 +315,3 @@ class DCA(nn.Module):
         if self.config.pointer == "none":
             return tgt_out.masked_fill(tgt_out >= self.vocab_size, UNK_ID)
         return tgt_out
-
-    def config_dict(self) -> dict:
-        return asdict(self.config)

@@ -63,7 +63,7 @@ Choices where the paper is silent or ambiguous (also in docs/transformer_pg.md):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -128,13 +128,6 @@ class EncoderOutput:
         pick = lambda x: x.index_select(0, index)  # noqa: E731
         return EncoderOutput(pick(self.memory), pick(self.mask), tuple(map(pick, self.cross_keys)),
                              tuple(map(pick, self.cross_values)), pick(self.src_ext_ids), self.n_ext, self.n_agents)
-
-    @property
-    def init_hidden(self) -> torch.Tensor:
-        """(B, D) masked mean of the memory. The decoder does not use it; it exists so code written
-        against DCA's EncoderOutput (``objectives.sample_and_greedy`` reads its device) runs."""
-        m = self.mask.unsqueeze(-1).to(self.memory.dtype)
-        return (self.memory * m).sum(1) / m.sum(1).clamp_min(1)
 
 
 @dataclass
@@ -439,6 +432,3 @@ class TransformerPG(nn.Module):
         if not self.config.pointer:
             return tgt_out.masked_fill(tgt_out >= self.vocab_size, UNK_ID)
         return tgt_out
-
-    def config_dict(self) -> dict:
-        return asdict(self.config)
