@@ -169,8 +169,17 @@ def cmd_summarize(args) -> int:
             where = "<stdin>" if example.origin == "-" else example.origin
             raise DataError(f"{where}: the article has no words to summarize")
     language = text_processor(config.data)
-    for tokens in summarize_documents(model, vocab, docs, _search_config(args, config), args.batch_size):
+    search_config = _search_config(args, config)
+    started = time.perf_counter()
+    summaries = summarize_documents(model, vocab, docs, search_config, args.batch_size,
+                                    _progress(len(docs), "summarizing") if len(docs) > args.batch_size else None)
+    seconds = time.perf_counter() - started
+    for tokens in summaries:
         print(language.display(tokens))
+    words = sum(len(t) for t in summaries)
+    print(f"summarized {len(docs)} document(s) in {seconds:.2f}s ({len(docs) / max(seconds, 1e-9):.2f} documents/s, "
+          f"beam {search_config.beam_size}, {words / max(len(docs), 1):.1f} tokens per summary; model loading "
+          f"excluded)", file=sys.stderr)
     return 0
 
 
@@ -217,6 +226,9 @@ COMMANDS = {"train": cmd_train, "summarize": cmd_summarize, "evaluate": cmd_eval
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from agentsum.runtime import tune_allocator
+
+    tune_allocator()  # fewer page faults on large tensors (see agentsum.runtime)
     if args.threads:
         import torch
 

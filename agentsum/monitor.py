@@ -79,7 +79,8 @@ class TrainingMonitor:
             self.progress.update(self.task, completed=step, status=f"loss {stats['loss']:.3f}")
         if step % self.log_every:
             return
-        rate = w["tokens"] / max(time.perf_counter() - w["start"], 1e-9)
+        seconds = time.perf_counter() - w["start"]
+        rate = w["tokens"] / max(seconds, 1e-9)
         loss = w["loss"] / w["steps"]
         rewards = {k: stats[k] for k in ("reward_sample", "reward_greedy", "rl", "nll") if k in stats}
         shown = f"loss {loss:.4f}"
@@ -91,7 +92,8 @@ class TrainingMonitor:
         else:
             log(f"step {step}/{self.max_steps}  {shown}  grad {grad_norm:.2f}  "
                 f"elapsed {format_duration(time.perf_counter() - self.started)}  eta {format_duration(self.eta(step))}")
-        self.record(step, loss=loss, tokens_per_s=rate, grad_norm=grad_norm, lr=lr, **rewards)
+        self.record(step, loss=loss, tokens_per_s=rate, tokens=w["tokens"], seconds=seconds, steps=w["steps"],
+                    grad_norm=grad_norm, lr=lr, **rewards)
         self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}
 
     def message(self, text: str) -> None:

@@ -17,6 +17,9 @@ def test_monitor_logs_every_n_steps_to_metrics_and_tensorboard(tmp_path, capsys,
     assert [r["step"] for r in rows] == [3, 6, 6]
     assert rows[0]["loss"] == pytest.approx(2.0) and rows[1]["loss"] == pytest.approx(5.0)  # window means
     assert rows[0]["reward_sample"] == 0.3 and rows[2]["valid_nll"] == 2.5
+    # each logged window carries what its rate was computed from (benchmarks sum these)
+    assert rows[0]["tokens"] == 300 and rows[0]["steps"] == 3 and rows[0]["seconds"] > 0
+    assert rows[0]["tokens_per_s"] == pytest.approx(rows[0]["tokens"] / rows[0]["seconds"])
     assert any((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     err = capsys.readouterr().err
     if not live:

@@ -105,8 +105,10 @@ def test_cli_train_summarize_evaluate_lead3(tmp_path, capsys):
     article = tmp_path / "article.txt"
     article.write_text(json.loads(open(test).readline())["article"], encoding="utf-8")
     assert main(["summarize", "--checkpoint", str(ckpt), str(article), "--beam", "2", "--max-length", "12"]) == 0
-    summary = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    summary = captured.out.strip().splitlines()
     assert len(summary) == 1 and 1 <= len(summary[0].split()) <= 12
+    assert "summarized 1 document(s) in" in captured.err and "documents/s, beam 2" in captured.err
 
     out = tmp_path / "eval"
     assert main(["evaluate", "--checkpoint", str(ckpt), "--data", test, "--out", str(out), "--max-length", "12"]) == 0

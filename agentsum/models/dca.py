@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from agentsum.batch import Batch
+from agentsum.models.additive import additive_scores
 from agentsum.pointer import CopyDistribution
 from agentsum.vocab import PAD_ID, UNK_ID
 
@@ -240,8 +241,9 @@ class DCA(nn.Module):
         B, T, H = s.shape
         _, A, S, _ = enc.states.shape
         # eq (8): l^t_a = softmax_i(v2^T tanh(W5 h_{a,i} + W6 s_t + b1))
-        query = self.w6(s).view(B, T, 1, 1, H)
-        scores = self.v2(torch.tanh(enc.keys.unsqueeze(1) + query)).squeeze(-1)  # (B, T, A, S)
+        # (blockwise on CPU: agentsum.models.additive never builds the (B, T, A*S, H) tanh tensor)
+        scores = additive_scores(enc.keys.reshape(B, A * S, H), self.w6(s), self.v2.weight.view(H))
+        scores = scores.view(B, T, A, S)
         word_attn = masked_softmax(scores, enc.mask.unsqueeze(1))
         # eq (9): c^t_a = sum_i l^t_{a,i} h_{a,i}
         context = torch.einsum("btas,bash->btah", word_attn, enc.states)  # (B, T, A, H)

@@ -1,0 +1,77 @@
+"""Additive (Bahdanau) attention scores without the (B, T, S, H) intermediate on CPU.
+
+DCA's word attention, eq (8), scores every decoder step t against every encoder position s as
+``v^T tanh(W5 h_s + W6 s_t + b1)``. Written with broadcasting, that builds a (B, T, S, H) tensor
+(16 x 100 x 400 x 256 floats = 655 MB per training batch), runs tanh over it, keeps it for the
+backward pass, and streams it through memory about ten times per step: on a CPU the attention then
+costs more than the 50k-word output layer.
+
+:func:`additive_scores` computes the same numbers in blocks of about ``BLOCK_ELEMENTS`` elements
+that stay in the CPU cache, and its backward pass recomputes each block's tanh instead of storing
+it. Same result up to float rounding (tested against the broadcast form, values and gradients);
+measured 4.7x faster forward + backward at B 16, T 56, S 400, H 256 on 2 cores, and 6x faster
+for one beam-search step of 150 hypotheses (``benchmarks/bench_additive.py``). On GPUs the
+broadcast form is used: memory there is fast and a Python loop over blocks would launch many small
+kernels.
+"""
+
+from __future__ import annotations
+
+import torch
+
+BLOCK_ELEMENTS = 1 << 19  # 2 MiB of float32 per block: fits a core's L2 cache
+
+
+def _blocks(B: int, T: int, S: int, H: int):
+    """(b0, b1, t0, t1) blocks covering (B, T) with about BLOCK_ELEMENTS elements of (S, H) rows each."""
+    per_t = S * H
+    if T * per_t <= BLOCK_ELEMENTS:  # whole rows of T steps: group documents (beam search, T = 1)
+        nb = max(1, BLOCK_ELEMENTS // (T * per_t))
+        for b0 in range(0, B, nb):
+            yield b0, min(b0 + nb, B), 0, T
+    else:  # one document at a time, a few steps per block (teacher forcing)
+        nt = max(1, BLOCK_ELEMENTS // per_t)
+        for b in range(B):
+            for t0 in range(0, T, nt):
+                yield b, b + 1, t0, min(t0 + nt, T)
+
+
+class _AdditiveScores(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        B, S, H = keys.shape
+        T = query.size(1)
+        out = keys.new_empty(B, T, S)
+        for b0, b1, t0, t1 in _blocks(B, T, S, H):
+            x = torch.add(keys[b0:b1].unsqueeze(1), query[b0:b1, t0:t1].unsqueeze(2))  # (b, t, S, H)
+            x.tanh_()
+            out[b0:b1, t0:t1] = x @ v
+        ctx.save_for_backward(keys, query, v)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        keys, query, v = ctx.saved_tensors
+        B, S, H = keys.shape
+        T = query.size(1)
+        grad = grad.contiguous()
+        g_keys, g_query, g_v = torch.zeros_like(keys), torch.empty_like(query), torch.zeros_like(v)
+        for b0, b1, t0, t1 in _blocks(B, T, S, H):
+            g = grad[b0:b1, t0:t1]  # (b, t, S)
+            x = torch.add(keys[b0:b1].unsqueeze(1), query[b0:b1, t0:t1].unsqueeze(2))
+            x.tanh_()  # recomputed, not stored
+            g_v.addmv_(x.reshape(-1, H).t(), g.reshape(-1))  # d/dv = sum g * tanh
+            x.square_().neg_().add_(1).mul_(v).mul_(g.unsqueeze(-1))  # d/d(pre-activation) = g v (1 - tanh^2)
+            g_query[b0:b1, t0:t1] = x.sum(2)
+            g_keys[b0:b1] += x.sum(1)
+        return g_keys, g_query, g_v
+
+
+def additive_scores(keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """scores[b, t, s] = v . tanh(keys[b, s] + query[b, t]).
+
+    keys: (B, S, H), query: (B, T, H) (any bias already added), v: (H,) -> (B, T, S).
+    """
+    if keys.device.type != "cpu":
+        return torch.tanh(keys.unsqueeze(1) + query.unsqueeze(2)) @ v
+    return _AdditiveScores.apply(keys.contiguous(), query.contiguous(), v.contiguous())

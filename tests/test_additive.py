@@ -1,0 +1,50 @@
+"""The blockwise additive attention equals the broadcast form it replaces (values and gradients)."""
+
+import pytest
+import torch
+
+from agentsum.models import additive
+from agentsum.models.additive import additive_scores
+
+
+def broadcast(keys, query, v):
+    return torch.tanh(keys.unsqueeze(1) + query.unsqueeze(2)) @ v
+
+
+@pytest.mark.parametrize("block", [1, 7, 40, 1 << 19])  # per step, a few steps, several documents, everything
+@pytest.mark.parametrize("B,T,S,H", [(3, 7, 5, 4), (1, 1, 9, 3), (4, 1, 6, 5), (2, 11, 1, 2)])
+def test_values_and_gradients_match_the_broadcast_form(monkeypatch, block, B, T, S, H):
+    monkeypatch.setattr(additive, "BLOCK_ELEMENTS", block)
+    g = torch.Generator().manual_seed(B * 100 + T)
+    keys = torch.randn(B, S, H, dtype=torch.float64, generator=g, requires_grad=True)
+    query = torch.randn(B, T, H, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(H, dtype=torch.float64, generator=g, requires_grad=True)
+    upstream = torch.randn(B, T, S, dtype=torch.float64, generator=g)
+
+    expected = broadcast(keys, query, v)
+    expected_grads = torch.autograd.grad((expected * upstream).sum(), (keys, query, v))
+    got = additive_scores(keys, query, v)
+    got_grads = torch.autograd.grad((got * upstream).sum(), (keys, query, v))
+
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    for a, b in zip(got_grads, expected_grads):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_gradcheck_and_blocks_cover_every_position_once(monkeypatch):
+    monkeypatch.setattr(additive, "BLOCK_ELEMENTS", 12)
+    covered = torch.zeros(3, 5, dtype=torch.long)
+    for b0, b1, t0, t1 in additive._blocks(3, 5, 2, 3):
+        covered[b0:b1, t0:t1] += 1
+    assert bool((covered == 1).all())
+    keys = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    query = torch.randn(2, 5, 4, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(additive_scores, (keys, query, v))
+
+
+def test_non_contiguous_inputs_and_float32():
+    keys = torch.randn(4, 6, 8).transpose(0, 1)[:, :3]  # (6, 3, 8) as a strided view
+    query = torch.randn(6, 2, 8)
+    v = torch.randn(8)
+    torch.testing.assert_close(additive_scores(keys, query, v), broadcast(keys, query, v), rtol=1e-5, atol=1e-5)
