@@ -83,7 +83,7 @@ class TrainConfig:
     batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
     accumulate: int = 1  # micro-batches per optimizer step (gradient accumulation)
     device: str = "auto"  # auto | cpu | cuda (torchrun: one GPU per process)
-    precision: str = "fp32"  # fp32 | bf16 (autocast on GPU)
+    precision: str = "fp32"  # fp32 | bf16 (autocast; GPUs, and CPUs with AMX / AVX512-BF16)
     optimizer: str = "adam"  # adam (the paper) | adamw | sgd
     lr: float = 1e-3  # paper: 0.001 (Adam) for MLE
     max_grad_norm: float = 2.0

@@ -17,6 +17,10 @@ Workloads (the peer's configs, matched here in ``benchmarks/configs/``):
   ff 1024, copy attention. agentsum: the Transformer pointer-generator of the same size, with input
   feeding (paper 003) and without (the peer's architecture). Decoding: beam 4, max 25 tokens.
 
+Every agentsum variant trains in fp32 like the peer, except the ``-bf16`` rows (bf16 autocast,
+``train.precision=bf16``; decoding stays fp32), shown separately because the peer has no CPU bf16
+mode.
+
 Measured per system: training tokens/s (real source + target tokens, steady state: steps after
 --warmup) and seconds per step; decoding documents/s (model loading excluded on both sides) twice, at
 each model's own output lengths after the same training steps, and with every summary forced to the
@@ -59,6 +63,7 @@ TASKS = {
                             "model.pointer=multi"],
             "dca-5agents": ["data.agents=5", "model.contextual_layers=2", "model.communication=true",
                             "model.pointer=multi"],
+            "dca-1agent-k0-bf16": ["train.precision=bf16"],  # bf16 autocast (AMX on this CPU)
         },
     },
     "zh": {
@@ -68,6 +73,7 @@ TASKS = {
         "variants": {
             "tpg": ["model.input_feeding=false"],  # the peer's architecture
             "tpg-input-feeding": [],  # paper 003
+            "tpg-bf16": ["model.input_feeding=false", "train.precision=bf16"],
         },
     },
 }
@@ -118,13 +124,13 @@ def peer_decode(task: str, args, forced: bool) -> dict:
 
 
 # -------------------------------------------------------------------------------------- agentsum
-def ours_train(task: str, variant: str, args) -> dict:
+def ours_train(task: str, variant: str, args, vocab_size: int) -> dict:
     spec = TASKS[task]
     run_dir = args.work / f"{task}-{variant}"
     if run_dir.exists():
         subprocess.run(["rm", "-rf", str(run_dir)], check=True)
     run_dir.mkdir(parents=True)
-    sets = spec["variants"][variant] + [f"train.max_steps={args.warmup + args.steps}",
+    sets = spec["variants"][variant] + [f"data.vocab_size={vocab_size}", f"train.max_steps={args.warmup + args.steps}",
                                         f"train.log_every={args.report_every}", f"train.run_dir={run_dir}"]
     cmd = ["/usr/bin/time", "-v", "-o", str(run_dir / "train.timev"), sys.executable, "-m", "agentsum.cli",
            "--threads", str(args.threads), "train", "--config", str(spec["config"])]
@@ -135,7 +141,8 @@ def ours_train(task: str, variant: str, args) -> dict:
     windows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     steady = [w for w in windows if "tokens" in w and w["step"] > args.warmup]
     tokens, seconds, steps = (sum(w[k] for w in steady) for k in ("tokens", "seconds", "steps"))
-    return {"system": "agentsum", "task": task, "variant": variant, "params": params,
+    vocab = sum(1 for _ in (run_dir / "vocab.txt").open(encoding="utf-8"))
+    return {"system": "agentsum", "task": task, "variant": variant, "params": params, "vocab_size": vocab,
             "train_tokens_per_s": tokens / seconds, "train_s_per_step": seconds / steps,
             "train_tokens_per_step": tokens / steps, "train_peak_rss_mib": peak_rss_mib(run_dir / "train.timev"),
             "checkpoint": str(run_dir / "checkpoints" / "last.pt")}
@@ -175,16 +182,16 @@ def ratio(a, b) -> str:
 def report(task: str, peer: dict, ours: list[dict], args) -> str:
     lines = [f"\n## {task}: agentsum / OpenNMT-py 3.5.1 ({args.threads} threads, steps {args.warmup + 1}-"
              f"{args.warmup + args.steps}, {args.decode_docs[task]} documents decoded)", ""]
-    head = ("| system | params | train tok/s | s/step | train peak MiB | decode docs/s (own length) | "
+    head = ("| system | params (vocab) | train tok/s | s/step | train peak MiB | decode docs/s (own length) | "
             "avg tokens | decode docs/s (forced length) | decode peak MiB |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
-    lines.append(f"| OpenNMT-py | {peer['params'] / 1e6:.1f}M | {peer['train_tokens_per_s']:,.0f} | "
+    lines.append(f"| OpenNMT-py | {peer['params'] / 1e6:.1f}M ({peer['vocab_size']:,}) | {peer['train_tokens_per_s']:,.0f} | "
                  f"{peer['train_s_per_step']:.2f} | {peer['train_peak_rss_mib']:,.0f} | "
                  f"{peer['decode_docs_per_s']:.2f} | {peer['decode_avg_tokens']:.1f} | "
                  f"{peer['forced_docs_per_s']:.2f} | {peer['decode_peak_rss_mib']:,.0f} |")
     for r in ours:
         lines.append(
-            f"| agentsum {r['variant']} | {r['params'] / 1e6:.1f}M | {r['train_tokens_per_s']:,.0f} "
+            f"| agentsum {r['variant']} | {r['params'] / 1e6:.1f}M ({r['vocab_size']:,}) | {r['train_tokens_per_s']:,.0f} "
             f"({ratio(r['train_tokens_per_s'], peer['train_tokens_per_s'])}) | {r['train_s_per_step']:.2f} | "
             f"{r['train_peak_rss_mib']:,.0f} ({ratio(r['train_peak_rss_mib'], peer['train_peak_rss_mib'])}) | "
             f"{r['decode_docs_per_s']:.2f} ({ratio(r['decode_docs_per_s'], peer['decode_docs_per_s'])}) | "
@@ -224,7 +231,7 @@ def main() -> None:
         t = peer_train(task, args)
         natural = peer_decode(task, args, forced=False)
         forced = peer_decode(task, args, forced=True)
-        peer = {"system": "opennmt-py", "task": task, "params": t["params"],
+        peer = {"system": "opennmt-py", "task": task, "params": t["params"], "vocab_size": t["vocab_size"],
                 "train_tokens_per_s": t["src_plus_tgt_tok_per_s"], "train_s_per_step": t["sec_per_step"],
                 "train_tokens_per_step": t["avg_src_tok_per_batch"] + t["avg_tgt_tok_per_batch"],
                 "train_peak_rss_mib": t["peak_rss_mib"], "decode_docs_per_s": natural["docs_per_s"],
@@ -233,7 +240,8 @@ def main() -> None:
                 "raw": {"train": t, "decode": natural, "decode_forced": forced}}
         ours = []
         for variant in variants:
-            r = ours_train(task, variant, args)
+            # the peer's vocabulary size (its count includes 4 special tokens, as ours adds 4)
+            r = ours_train(task, variant, args, vocab_size=t["vocab_size"] - 4)
             d = ours_decode(task, r["checkpoint"], args, forced=False)
             f = ours_decode(task, r["checkpoint"], args, forced=True)
             r.update(decode_docs_per_s=d["docs_per_s"], decode_avg_tokens=d["avg_tokens"],

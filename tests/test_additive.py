@@ -48,3 +48,19 @@ def test_non_contiguous_inputs_and_float32():
     query = torch.randn(6, 2, 8)
     v = torch.randn(8)
     torch.testing.assert_close(additive_scores(keys, query, v), broadcast(keys, query, v), rtol=1e-5, atol=1e-5)
+
+
+def test_bfloat16_inputs_are_computed_in_float32():
+    g = torch.Generator().manual_seed(3)
+    keys, query, v = (torch.randn(*shape, generator=g).bfloat16().requires_grad_()
+                      for shape in ((2, 9, 8), (2, 4, 8), (8,)))
+    got = additive_scores(keys, query, v)
+    assert got.dtype == torch.float32  # the softmax that follows gets full precision
+    exact = broadcast(keys.float(), query.float(), v.float())
+    torch.testing.assert_close(got, exact, rtol=1e-5, atol=1e-5)
+    grads = torch.autograd.grad(got.sum(), (keys, query, v))
+    assert [x.dtype for x in grads] == [torch.bfloat16] * 3
+    k32, q32, v32 = (x.detach().float().requires_grad_() for x in (keys, query, v))
+    exact_grads = torch.autograd.grad(broadcast(k32, q32, v32).sum(), (k32, q32, v32))
+    for a, b in zip(grads, exact_grads):
+        torch.testing.assert_close(a.float(), b, rtol=2e-2, atol=2e-2)

@@ -37,15 +37,21 @@ def _blocks(B: int, T: int, S: int, H: int):
 
 
 class _AdditiveScores(torch.autograd.Function):
+    # Blocks are computed in float32 (or float64) even when the inputs are bfloat16 (CPU autocast):
+    # the CPU has no fast bfloat16 tanh, and the inputs are small next to the blocks. Scores come
+    # back in that precision (the softmax that follows wants it); gradients in each input's dtype.
+
     @staticmethod
     def forward(ctx, keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         B, S, H = keys.shape
         T = query.size(1)
-        out = keys.new_empty(B, T, S)
+        work = torch.promote_types(keys.dtype, torch.float32)
+        k, q, w = keys.to(work), query.to(work), v.to(work)
+        out = torch.empty(B, T, S, dtype=work)
         for b0, b1, t0, t1 in _blocks(B, T, S, H):
-            x = torch.add(keys[b0:b1].unsqueeze(1), query[b0:b1, t0:t1].unsqueeze(2))  # (b, t, S, H)
+            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))  # (b, t, S, H)
             x.tanh_()
-            out[b0:b1, t0:t1] = x @ v
+            out[b0:b1, t0:t1] = x @ w
         ctx.save_for_backward(keys, query, v)
         return out
 
@@ -54,17 +60,20 @@ class _AdditiveScores(torch.autograd.Function):
         keys, query, v = ctx.saved_tensors
         B, S, H = keys.shape
         T = query.size(1)
-        grad = grad.contiguous()
-        g_keys, g_query, g_v = torch.zeros_like(keys), torch.empty_like(query), torch.zeros_like(v)
+        work = torch.promote_types(keys.dtype, torch.float32)
+        k, q, w, grad = keys.to(work), query.to(work), v.to(work), grad.to(work).contiguous()
+        g_keys = torch.zeros(keys.shape, dtype=work)
+        g_query = torch.empty(query.shape, dtype=work)
+        g_v = torch.zeros(v.shape, dtype=work)
         for b0, b1, t0, t1 in _blocks(B, T, S, H):
             g = grad[b0:b1, t0:t1]  # (b, t, S)
-            x = torch.add(keys[b0:b1].unsqueeze(1), query[b0:b1, t0:t1].unsqueeze(2))
+            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))
             x.tanh_()  # recomputed, not stored
-            g_v.addmv_(x.reshape(-1, H).t(), g.reshape(-1))  # d/dv = sum g * tanh
-            x.square_().neg_().add_(1).mul_(v).mul_(g.unsqueeze(-1))  # d/d(pre-activation) = g v (1 - tanh^2)
+            g_v += x.reshape(-1, H).t() @ g.reshape(-1)  # d/dv = sum g * tanh
+            x.square_().neg_().add_(1).mul_(w).mul_(g.unsqueeze(-1))  # d/d(pre-activation) = g v (1 - tanh^2)
             g_query[b0:b1, t0:t1] = x.sum(2)
             g_keys[b0:b1] += x.sum(1)
-        return g_keys, g_query, g_v
+        return g_keys.to(keys.dtype), g_query.to(query.dtype), g_v.to(v.dtype)
 
 
 def additive_scores(keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
