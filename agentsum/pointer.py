@@ -25,6 +25,38 @@ import torch.nn.functional as F
 _TINY = 1e-38
 
 
+class _TargetLogSoftmax(torch.autograd.Function):
+    """log_softmax(logits)[index] without the (..., V) log_softmax output or a dense one-hot.
+
+    Training needs the log-probability of one word per position; ``log_softmax(...).gather(...)``
+    writes a (..., V) tensor forward and, backward, scatters the gradient into a zero (..., V)
+    tensor before the softmax backward reads both. Here the forward keeps only the log-sum-exp and
+    the backward forms ``grad * (one_hot - softmax)`` in one tensor.
+    """
+
+    # bf16 logits (autocast) are normalised in float32; the gradient returns in the logits' dtype.
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        x = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        lse = torch.logsumexp(x, dim=-1)
+        ctx.save_for_backward(logits, index, lse)
+        return x.gather(-1, index.unsqueeze(-1)).squeeze(-1) - lse
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        logits, index, lse = ctx.saved_tensors
+        grad = grad.to(lse.dtype).unsqueeze(-1)
+        g = torch.sub(logits.to(lse.dtype), lse.unsqueeze(-1)).exp_().mul_(-grad)  # -grad * softmax
+        g.scatter_add_(-1, index.unsqueeze(-1), grad)  # + grad at the target
+        return g.to(logits.dtype), None
+
+
+def target_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``log_softmax(logits, -1).gather(-1, index[..., None])[..., 0]``; logits (..., V), index (...)."""
+    return _TargetLogSoftmax.apply(logits, index)
+
+
 @dataclass
 class CopyDistribution:
     """A distribution over the extended vocabulary for every decoding position.
@@ -81,7 +113,7 @@ class CopyDistribution:
         """(...,) log-probability of ``target`` (..., extended ids), without the full distribution."""
         V = self.vocab_size
         in_vocab = target < V
-        log_p_vocab = F.log_softmax(self.vocab_logits, dim=-1).gather(-1, target.clamp_max(V - 1).unsqueeze(-1)).squeeze(-1)
+        log_p_vocab = target_log_softmax(self.vocab_logits, target.clamp_max(V - 1))
         if self.copy_weight is None:
             return torch.where(in_vocab, log_p_vocab, torch.full_like(log_p_vocab, torch.log(torch.tensor(_TINY)).item()))
         p_gen = torch.where(in_vocab, self.gen_weight * log_p_vocab.exp(), torch.zeros_like(log_p_vocab))

@@ -22,10 +22,11 @@ Every agentsum variant trains in fp32 like the peer, except the ``-bf16`` rows (
 mode.
 
 Measured per system: training tokens/s (real source + target tokens, steady state: steps after
---warmup) and seconds per step; decoding documents/s (model loading excluded on both sides) twice, at
-each model's own output lengths after the same training steps, and with every summary forced to the
-maximum length (``min_length = max_length``) so both decoders do the same number of steps; peak
-resident memory of each process (``/usr/bin/time -v`` on both sides).
+--warmup) and seconds per step; decoding documents/s (model loading excluded on both sides) at each
+model's own output lengths after the same training steps, and, with beam search and with greedy
+search, with every summary forced to the maximum length (``min_length = max_length``) so both
+decoders do the same number of steps; peak resident memory of each process (``/usr/bin/time -v`` on
+both sides).
 
     python benchmarks/bench_peer.py                       # everything (about 40 minutes on 2 cores)
     python benchmarks/bench_peer.py --tasks zh --steps 50
@@ -115,11 +116,11 @@ def peer_train(task: str, args) -> dict:
     return last_json(out)
 
 
-def peer_decode(task: str, args, forced: bool) -> dict:
+def peer_decode(task: str, args, forced: bool, greedy: bool = False) -> dict:
     spec = TASKS[task]
     env = peer_env(args) | {"BATCH": str(args.decode_batch), f"N_{task.upper()}": str(args.decode_docs[task])}
-    if forced:
-        env[f"EXTRA_{task.upper()}"] = f"-min_length {spec['max_length']}"
+    extra = (f"-min_length {spec['max_length']}" if forced else "") + (" -beam_size 1" if greedy else "")
+    env[f"EXTRA_{task.upper()}"] = extra  # options after the script's own: the last one wins
     return last_json(run(["bash", str(PEER_DIR / "bench_decode.sh"), task], env))
 
 
@@ -157,13 +158,14 @@ def decode_input(task: str, args) -> Path:
     return path
 
 
-def ours_decode(task: str, checkpoint: str, args, forced: bool) -> dict:
+def ours_decode(task: str, checkpoint: str, args, forced: bool, greedy: bool = False) -> dict:
     spec = TASKS[task]
     source = decode_input(task, args)
-    tag = f"{Path(checkpoint).parent.parent.name}-{'forced' if forced else 'natural'}"
+    tag = f"{Path(checkpoint).parent.parent.name}-{'forced' if forced else 'natural'}{'-greedy' if greedy else ''}"
     timev = args.work / f"decode-{tag}.timev"
+    beam = 1 if greedy else spec["beam"]
     cmd = ["/usr/bin/time", "-v", "-o", str(timev), sys.executable, "-m", "agentsum.cli", "--threads",
-           str(args.threads), "summarize", "--checkpoint", checkpoint, str(source), "--beam", str(spec["beam"]),
+           str(args.threads), "summarize", "--checkpoint", checkpoint, str(source), "--beam", str(beam),
            "--max-length", str(spec["max_length"]), "--batch-size", str(args.decode_batch)]
     cmd += ["--min-length", str(spec["max_length"])] if forced else []
     cmd += [] if spec["block_trigrams"] else ["--no-block-trigrams"]
@@ -183,12 +185,13 @@ def report(task: str, peer: dict, ours: list[dict], args) -> str:
     lines = [f"\n## {task}: agentsum / OpenNMT-py 3.5.1 ({args.threads} threads, steps {args.warmup + 1}-"
              f"{args.warmup + args.steps}, {args.decode_docs[task]} documents decoded)", ""]
     head = ("| system | params (vocab) | train tok/s | s/step | train peak MiB | decode docs/s (own length) | "
-            "avg tokens | decode docs/s (forced length) | decode peak MiB |")
+            "avg tokens | beam docs/s (forced length) | greedy docs/s (forced length) | decode peak MiB |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     lines.append(f"| OpenNMT-py | {peer['params'] / 1e6:.1f}M ({peer['vocab_size']:,}) | {peer['train_tokens_per_s']:,.0f} | "
                  f"{peer['train_s_per_step']:.2f} | {peer['train_peak_rss_mib']:,.0f} | "
                  f"{peer['decode_docs_per_s']:.2f} | {peer['decode_avg_tokens']:.1f} | "
-                 f"{peer['forced_docs_per_s']:.2f} | {peer['decode_peak_rss_mib']:,.0f} |")
+                 f"{peer['forced_docs_per_s']:.2f} | {peer['greedy_docs_per_s']:.2f} | "
+                 f"{peer['decode_peak_rss_mib']:,.0f} |")
     for r in ours:
         lines.append(
             f"| agentsum {r['variant']} | {r['params'] / 1e6:.1f}M ({r['vocab_size']:,}) | {r['train_tokens_per_s']:,.0f} "
@@ -197,6 +200,7 @@ def report(task: str, peer: dict, ours: list[dict], args) -> str:
             f"{r['decode_docs_per_s']:.2f} ({ratio(r['decode_docs_per_s'], peer['decode_docs_per_s'])}) | "
             f"{r['decode_avg_tokens']:.1f} | "
             f"{r['forced_docs_per_s']:.2f} ({ratio(r['forced_docs_per_s'], peer['forced_docs_per_s'])}) | "
+            f"{r['greedy_docs_per_s']:.2f} ({ratio(r['greedy_docs_per_s'], peer['greedy_docs_per_s'])}) | "
             f"{r['decode_peak_rss_mib']:,.0f} ({ratio(r['decode_peak_rss_mib'], peer['decode_peak_rss_mib'])}) |")
     return "\n".join(lines)
 
@@ -231,22 +235,26 @@ def main() -> None:
         t = peer_train(task, args)
         natural = peer_decode(task, args, forced=False)
         forced = peer_decode(task, args, forced=True)
+        greedy = peer_decode(task, args, forced=True, greedy=True)
         peer = {"system": "opennmt-py", "task": task, "params": t["params"], "vocab_size": t["vocab_size"],
                 "train_tokens_per_s": t["src_plus_tgt_tok_per_s"], "train_s_per_step": t["sec_per_step"],
                 "train_tokens_per_step": t["avg_src_tok_per_batch"] + t["avg_tgt_tok_per_batch"],
                 "train_peak_rss_mib": t["peak_rss_mib"], "decode_docs_per_s": natural["docs_per_s"],
                 "decode_avg_tokens": natural["avg_pred_tokens"], "decode_peak_rss_mib": natural["peak_rss_mib"],
                 "forced_docs_per_s": forced["docs_per_s"], "forced_avg_tokens": forced["avg_pred_tokens"],
-                "raw": {"train": t, "decode": natural, "decode_forced": forced}}
+                "greedy_docs_per_s": greedy["docs_per_s"], "greedy_avg_tokens": greedy["avg_pred_tokens"],
+                "raw": {"train": t, "decode": natural, "decode_forced": forced, "decode_greedy": greedy}}
         ours = []
         for variant in variants:
             # the peer's vocabulary size (its count includes 4 special tokens, as ours adds 4)
             r = ours_train(task, variant, args, vocab_size=t["vocab_size"] - 4)
             d = ours_decode(task, r["checkpoint"], args, forced=False)
             f = ours_decode(task, r["checkpoint"], args, forced=True)
+            g = ours_decode(task, r["checkpoint"], args, forced=True, greedy=True)
             r.update(decode_docs_per_s=d["docs_per_s"], decode_avg_tokens=d["avg_tokens"],
                      decode_peak_rss_mib=max(d["peak_rss_mib"], f["peak_rss_mib"]),
-                     forced_docs_per_s=f["docs_per_s"], forced_avg_tokens=f["avg_tokens"])
+                     forced_docs_per_s=f["docs_per_s"], forced_avg_tokens=f["avg_tokens"],
+                     greedy_docs_per_s=g["docs_per_s"], greedy_avg_tokens=g["avg_tokens"])
             ours.append(r)
             print(f"measured {task} {variant}", file=sys.stderr, flush=True)
         table = report(task, peer, ours, args)

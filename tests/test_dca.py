@@ -221,3 +221,30 @@ def test_gradients_reach_every_parameter(kw):
     loss.backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.any(p.grad != 0)]
     assert missing == []
+
+
+def test_bilstm_layer_equals_a_packed_bidirectional_lstm_and_loads_its_weights():
+    """The padded two-LSTM bLSTM gives the packed nn.LSTM(bidirectional=True) outputs on real
+    positions, zeros on padding, and reads state dicts written with the single bidirectional LSTM."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from agentsum.models.dca import BiLSTMLayer
+
+    torch.manual_seed(0)
+    N, S, D, H = 4, 7, 5, 6
+    reference = torch.nn.LSTM(D, H, batch_first=True, bidirectional=True)
+    proj = torch.nn.Linear(2 * H, H, bias=False)
+    old_state = {f"lstm.{k}": v for k, v in reference.state_dict().items()} | {"proj.weight": proj.weight}
+    layer = BiLSTMLayer(D, H)
+    layer.load_state_dict(old_state)
+    x = torch.randn(N, S, D)
+    lengths = torch.tensor([7, 3, 1, 5])
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, _ = pad_packed_sequence(reference(packed)[0], batch_first=True, total_length=S)
+    expected = proj(out)
+    got = layer(x, lengths)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert bool((got[1, 3:] == 0).all()) and bool((got[2, 1:] == 0).all())
+    x2 = x.clone()
+    x2[1, 3:] = 100.0  # padding content never reaches real positions, in either direction
+    torch.testing.assert_close(layer(x2, lengths), got)

@@ -30,3 +30,20 @@ def test_log_prob_of_target_equals_the_full_distribution_entry():
     target = torch.randint(0, dist.n_ext, (3, 4), generator=torch.Generator().manual_seed(2))
     full = dist.log_probs().gather(-1, target.unsqueeze(-1)).squeeze(-1)
     torch.testing.assert_close(dist.log_prob(target), full)
+
+
+def test_target_log_softmax_matches_log_softmax_gather_with_gradients():
+    from agentsum.pointer import target_log_softmax
+
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(3, 4, 9, dtype=torch.float64, generator=g, requires_grad=True)
+    index = torch.randint(0, 9, (3, 4), generator=g)
+    index[0, 0] = index[0, 1] = 2  # repeated targets
+    upstream = torch.randn(3, 4, dtype=torch.float64, generator=g)
+    expected = torch.log_softmax(logits, -1).gather(-1, index.unsqueeze(-1)).squeeze(-1)
+    got = target_log_softmax(logits, index)
+    torch.testing.assert_close(got, expected)
+    (e_grad,) = torch.autograd.grad((expected * upstream).sum(), logits)
+    (g_grad,) = torch.autograd.grad((got * upstream).sum(), logits)
+    torch.testing.assert_close(g_grad, e_grad)
+    assert torch.autograd.gradcheck(lambda x: target_log_softmax(x, index), (logits,))

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from agentsum.batch import Batch
 from agentsum.models.additive import additive_scores
@@ -129,20 +128,41 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> t
 
 
 class BiLSTMLayer(nn.Module):
-    """bLSTM over every agent's tokens in one call, followed by W[h_fwd, h_bwd] (eq 1-2, 3-5)."""
+    """bLSTM over every agent's tokens in one call, followed by W[h_fwd, h_bwd] (eq 1-2, 3-5).
+
+    The two directions are two unidirectional LSTMs over padded (not packed) sequences: the
+    backward one reads each sequence reversed within its own length, so padding never reaches a
+    real position in either direction. PyTorch's CPU LSTM over a PackedSequence runs a generic
+    per-step loop; over padded input it runs the oneDNN kernel, measured 13x faster forward +
+    backward at 16 x 400 tokens, 128 -> 256 units (the encoder of a training step).
+    """
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
-        self.lstm = nn.LSTM(input_size, hidden_size, batch_first=True, bidirectional=True)
+        self.forward_lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.backward_lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
         self.proj = nn.Linear(2 * hidden_size, hidden_size, bias=False)  # W1 / W2
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """x: (N, S, D), lengths: (N,) >= 1 -> (N, S, H); padding rows are zero before projection."""
-        N, S, _ = x.shape
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (N, S, 2H)
-        return self.proj(out)
+        N, S, D = x.shape
+        pos = torch.arange(S, device=x.device).expand(N, S)
+        length = lengths.to(x.device).unsqueeze(1)
+        real = pos < length  # (N, S)
+        # position s of the reversed sequence holds token len-1-s; padding stays in place
+        flip = torch.where(real, length - 1 - pos, pos).unsqueeze(-1)  # (N, S, 1), its own inverse
+        fwd, _ = self.forward_lstm(x)
+        bwd, _ = self.backward_lstm(x.gather(1, flip.expand(N, S, D)))
+        bwd = bwd.gather(1, flip.expand(N, S, bwd.size(-1)))
+        return self.proj(torch.cat([fwd, bwd], dim=-1) * real.unsqueeze(-1))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # checkpoints written before the split held one bidirectional nn.LSTM named "lstm"
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            if prefix + "lstm." + name in state_dict:
+                state_dict[prefix + "forward_lstm." + name] = state_dict.pop(prefix + "lstm." + name)
+                state_dict[prefix + "backward_lstm." + name] = state_dict.pop(prefix + "lstm." + name + "_reverse")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class ContextualLayer(nn.Module):
