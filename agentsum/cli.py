@@ -113,9 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
     p.add_argument("--chars", type=int, help="instead, the first N characters (e.g. for LCSTS)")
     p.add_argument("--out", help="output directory for predictions and scores.json")
-    from agentsum import analyze, humaneval, plot, serve
+    from agentsum import analyze, humaneval, plot, serve_options
 
-    for module in (serve, plot, analyze, humaneval):
+    for module in (serve_options, plot, analyze, humaneval):
         module.add_parser(sub).set_defaults(func=module.run)
     return parser
 

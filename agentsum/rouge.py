@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rouge_score import rouge_scorer
-
 from agentsum.chinese import CharTokenizer, WhitespaceTokenizer  # noqa: F401 - part of this module's API
 from agentsum.chinese import tokenize as _zh_tokenize
 
@@ -36,6 +34,8 @@ def rouge_per_document(
     """
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
+    from rouge_score import rouge_scorer  # imported here: it loads nltk (~60 MB), needed only to score
+
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=stemming, tokenizer=tokenizer)
     out = []
     for prediction, reference in zip(predictions, references):

@@ -60,6 +60,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentsum.checkpoint import load_model
+from agentsum.serve_options import add_arguments as _add_arguments
+from agentsum.serve_options import add_parser  # noqa: F401 - part of this module's API
 from agentsum.corpus import Example
 from agentsum.dataset import Document, prepare_all, to_batch
 from agentsum.language import text_processor
@@ -800,30 +802,6 @@ def background_server(app, host: str = "127.0.0.1", port: int = 0, log_level: st
     finally:
         server.should_exit = True
         thread.join(timeout)
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, help="a .pt checkpoint written by `agentsum train`")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--max-body-bytes", type=int, default=1_000_000, help="largest request body (default 1000000)")
-    p.add_argument("--max-batch", type=int, default=16, help="documents decoded together at most (default 16)")
-    p.add_argument("--batch-wait-ms", type=float, default=10,
-                   help="how long a document waits for others to batch with (default 10; 0 = no wait)")
-    p.add_argument("--max-texts", type=int, default=64, help="texts per request at most (default 64)")
-    p.add_argument("--threads", dest="serve_threads", type=int, metavar="N",
-                   help="torch CPU threads for the model (default: torch's choice)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register ``serve`` on an argparse subparsers object; returns the new parser."""
-    p = subparsers.add_parser(
-        "serve", help="serve a checkpoint over HTTP (JSON API and web page)",
-        description="Serve a checkpoint: POST /v1/summarize, GET /v1/model, GET /health, /openapi.json, and a "
-                    "web page at / that shows the summary, the source split among agents and the attention.")
-    _add_arguments(p)
-    return p
 
 
 def run(args) -> int:
