@@ -7,8 +7,8 @@ a 50k vocabulary), so every step page-faults its working set in again: 15-20% of
 went to the kernel (``sys`` time) in a 2-thread DCA training run. :func:`tune_allocator` fixes the
 mmap threshold at 32 MiB (the maximum) and stops glibc from trimming freed heap memory back to the
 kernel, the effect jemalloc/tcmalloc give through ``LD_PRELOAD`` (PyTorch's CPU performance
-guide), without a dependency. Measured at the DCA peer-benchmark size (2 threads, 3 alternating
-runs each): 1.44 -> 1.20 seconds per training step (medians), kernel time 7.3 s -> 3.4 s per run,
+guide), without a dependency. Measured on DCA at the peer-benchmark size but a 37.8k vocabulary (2 threads, 3
+alternating runs each, packed-LSTM encoder of the time): 1.44 -> 1.20 seconds per training step (medians), kernel time 7.3 s -> 3.4 s per run,
 peak memory +12% (freed memory is kept for reuse instead of returned).
 
 It does nothing on other C libraries or when ``AGENTSUM_MALLOC_TUNING=0``.

@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -51,6 +52,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PEER_DIR = ROOT.parent / "shared" / "peers" / "opennmt"
 DATA = ROOT.parent / "shared" / "data"
 CONFIGS = Path(__file__).resolve().parent / "configs"
+
+sys.path.insert(0, str(ROOT))
+from agentsum.vocab import SPECIALS
 
 TASKS = {
     "en": {
@@ -128,8 +132,7 @@ def peer_decode(task: str, args, forced: bool, greedy: bool = False) -> dict:
 def ours_train(task: str, variant: str, args, vocab_size: int) -> dict:
     spec = TASKS[task]
     run_dir = args.work / f"{task}-{variant}"
-    if run_dir.exists():
-        subprocess.run(["rm", "-rf", str(run_dir)], check=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     sets = spec["variants"][variant] + [f"data.vocab_size={vocab_size}", f"train.max_steps={args.warmup + args.steps}",
                                         f"train.log_every={args.report_every}", f"train.run_dir={run_dir}"]
@@ -246,8 +249,8 @@ def main() -> None:
                 "raw": {"train": t, "decode": natural, "decode_forced": forced, "decode_greedy": greedy}}
         ours = []
         for variant in variants:
-            # the peer's vocabulary size (its count includes 4 special tokens, as ours adds 4)
-            r = ours_train(task, variant, args, vocab_size=t["vocab_size"] - 4)
+            # the peer's vocabulary size: its count includes its 4 special tokens; ours adds SPECIALS
+            r = ours_train(task, variant, args, vocab_size=t["vocab_size"] - len(SPECIALS))
             d = ours_decode(task, r["checkpoint"], args, forced=False)
             f = ours_decode(task, r["checkpoint"], args, forced=True)
             g = ours_decode(task, r["checkpoint"], args, forced=True, greedy=True)
