@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from agentsum.batch import Batch
 from agentsum.models.additive import additive_scores
+from agentsum.models.dropout import Dropout
 from agentsum.pointer import CopyDistribution
 from agentsum.vocab import PAD_ID, UNK_ID
 
@@ -190,7 +191,7 @@ class DCA(nn.Module):
         V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
         self.vocab_size = V
         self.embedding = nn.Embedding(V, E, padding_idx=PAD_ID)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         # Encoder (section 2.1); parameters are shared by all agents.
         self.local = BiLSTMLayer(E, H)  # eq (1)-(2)
         self.contextual = nn.ModuleList(ContextualLayer(H) for _ in range(config.contextual_layers))

@@ -71,6 +71,7 @@ import torch.nn.functional as F
 
 from agentsum.batch import Batch
 from agentsum.models.dca import Attention, DecoderOutput, masked_softmax
+from agentsum.models.dropout import Dropout
 from agentsum.pointer import CopyDistribution
 from agentsum.vocab import PAD_ID, UNK_ID
 
@@ -176,7 +177,7 @@ class MultiHeadAttention(nn.Module):
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -205,7 +206,7 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
         self.w1, self.w2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w2(self.dropout(F.relu(self.w1(x))))
@@ -219,7 +220,7 @@ class EncoderLayer(nn.Module):
         self.attn = MultiHeadAttention(c.d_model, c.heads, c.dropout)
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.norm1, self.norm2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x: (B, L, D), mask: (B, L) -> (B, L, D). Padding keys are masked for every query."""
@@ -238,7 +239,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(c.d_model, c.heads, c.dropout)
         self.ffn = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
 
     def forward(self, x, past_k, past_v, cross_k, cross_v, src_mask):
         """x: (B, T, D) the new positions t0 .. t0+T-1; past_k/v: (B, h, t0, d_h) cached earlier
@@ -270,7 +271,7 @@ class TransformerPG(nn.Module):
         self.embedding = nn.Embedding(V, D, padding_idx=PAD_ID)  # decoder (and encoder if shared)
         self.src_embedding = self.embedding if c.share_embeddings else nn.Embedding(V, D, padding_idx=PAD_ID)
         self.register_buffer("positions", sinusoidal_positions(c.max_positions, D), persistent=False)
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.decoder_layers))
         self.n_passes = 2 if c.input_feeding else 1
