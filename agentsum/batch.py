@@ -98,6 +98,7 @@ def make_batch(
     summaries: Sequence[Sequence[str]] | None = None,
     references: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
+    pad_multiple: int = 1,
 ) -> Batch:
     """Pad and index a list of documents.
 
@@ -107,14 +108,19 @@ def make_batch(
         summaries: B target token lists (already truncated), or None for inference.
         references: B reference strings for ROUGE (sentences on separate lines).
         ids: B document ids.
+        pad_multiple: round S and T up to a multiple of this (extra positions are padding, masked
+            like any other). Fewer distinct shapes let oneDNN's bf16 kernels be reused from its
+            primitive cache instead of cached anew for every batch length.
     """
+    if pad_multiple < 1:
+        raise ValueError(f"pad_multiple must be >= 1, got {pad_multiple}")
     B = len(agents)
     if B == 0:
         raise ValueError("cannot build a batch of zero documents")
     A = len(agents[0])
     if any(len(doc) != A for doc in agents):
         raise ValueError(f"every document must be split among the same number of agents ({A})")
-    S = max(1, max(len(chunk) for doc in agents for chunk in doc))
+    S = _round_up(max(1, max(len(chunk) for doc in agents for chunk in doc)), pad_multiple)
 
     src_ids = torch.full((B, A, S), PAD_ID, dtype=torch.long)
     src_ext = torch.full((B, A, S), PAD_ID, dtype=torch.long)
@@ -145,7 +151,7 @@ def make_batch(
     if summaries is not None:
         if len(summaries) != B:
             raise ValueError(f"{len(summaries)} summaries for {B} documents")
-        T = max(len(s) for s in summaries) + 1
+        T = _round_up(max(len(s) for s in summaries) + 1, pad_multiple)
         tgt_in = torch.full((B, T), PAD_ID, dtype=torch.long)
         tgt_out = torch.full((B, T), PAD_ID, dtype=torch.long)
         for b, summary in enumerate(summaries):
@@ -157,3 +163,7 @@ def make_batch(
         batch.tgt_out = tgt_out
         batch.tgt_mask = tgt_out != PAD_ID
     return batch
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple

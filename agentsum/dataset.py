@@ -58,13 +58,14 @@ def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: boo
     return [d for d in docs if any(d.agents)] if drop_empty else docs
 
 
-def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = True) -> Batch:
+def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = True, pad_multiple: int = 1) -> Batch:
     return make_batch(
         [d.agents for d in docs],
         vocab,
         summaries=[d.summary for d in docs] if with_targets else None,
         references=[d.reference for d in docs],
         ids=[d.id for d in docs],
+        pad_multiple=pad_multiple,
     )
 
 

@@ -128,6 +128,9 @@ class Trainer:
             raise ValueError(f"train.on_nonfinite must be skip or stop, got {t.on_nonfinite!r}")
         if t.precision not in ("fp32", "bf16"):
             raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
+        if t.pad_multiple is not None and (not isinstance(t.pad_multiple, int) or t.pad_multiple < 1):
+            raise ValueError(f"train.pad_multiple must be a positive integer or null, got {t.pad_multiple!r}")
+        self.pad_multiple = t.pad_multiple or (8 if self.autocast else 1)
 
         init_from = None if resume else (init_from or t.init_from)
         if init_from and not Path(init_from).is_file():
@@ -263,8 +266,12 @@ class Trainer:
         share = _slice(indices, ctx.rank, ctx.world_size)
         parts = [p for p in (_slice(share, k, t.accumulate) for k in range(t.accumulate)) if p]
         if not parts:
-            return [(to_batch([self.train_docs[indices[0]]], self.vocab).to(ctx.device), 0.0)]
-        return [(to_batch([self.train_docs[i] for i in part], self.vocab).to(ctx.device), 1.0) for part in parts]
+            return [(self._batch([indices[0]]), 0.0)]
+        return [(self._batch(part), 1.0) for part in parts]
+
+    def _batch(self, indices: list[int]) -> Batch:
+        docs = [self.train_docs[i] for i in indices]
+        return to_batch(docs, self.vocab, pad_multiple=self.pad_multiple).to(self.ctx.device)
 
     def _train_step(self, indices: list[int]) -> tuple[dict, int, bool]:
         """Forward and backward over one global batch; returns (stats, tokens processed, finite)."""

@@ -107,6 +107,23 @@ def test_padding_does_not_change_outputs():
     assert torch.allclose(lp_alone, lp_padded, atol=1e-5)
 
 
+def test_padding_to_a_multiple_does_not_change_the_loss():
+    """train.pad_multiple rounds S and T up: the bLSTMs read each agent within its length and the
+    loss is masked, so the extra positions change nothing."""
+    from agentsum.objectives import MLE
+
+    model = tiny_model(pointer="multi", contextual_agent_attention=True, communication=True)
+    docs, summaries = DOCS, SUMMARIES
+    plain = make_batch(docs, VOCAB, summaries=summaries)
+    rounded = make_batch(docs, VOCAB, summaries=summaries, pad_multiple=8)
+    assert rounded.src_ids.size(-1) % 8 == 0 and rounded.tgt_out.size(1) % 8 == 0
+    assert rounded.src_ids.size(-1) > plain.src_ids.size(-1)
+    _, a = MLE()(model, plain)
+    _, b = MLE()(model, rounded)
+    assert a["tokens"] == b["tokens"]
+    assert b["nll_sum"] == pytest.approx(a["nll_sum"], rel=1e-5)
+
+
 @pytest.mark.parametrize("kw", CONFIGS, ids=str)
 def test_step_by_step_decoding_equals_teacher_forcing(kw):
     model = tiny_model(**kw)

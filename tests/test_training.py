@@ -196,3 +196,17 @@ def test_bf16_autocast_trains_on_cpu_close_to_fp32(tmp_path, model):
     # same data, same initial weights: bf16 matmuls change the loss by well under 2%
     assert losses["bf16"][0] == pytest.approx(losses["fp32"][0], rel=0.02)
     assert losses["bf16"][0] != losses["fp32"][0]  # autocast really ran in bf16
+
+
+def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
+    for precision, setting, expected in (("fp32", "null", 1), ("bf16", "null", 8), ("fp32", 4, 4)):
+        config = tiny_config(tmp_path / f"{precision}{setting}", corpus,
+                             **{"train.precision": precision, "train.pad_multiple": setting})
+        trainer = Trainer(config)
+        assert trainer.pad_multiple == expected
+        (batch, weight), = trainer._micro_batches(list(range(4)))
+        assert batch.src_ids.size(-1) % expected == 0 and batch.tgt_out.size(1) % expected == 0
+        assert batch.num_target_tokens() == sum(len(trainer.train_docs[i].summary) + 1 for i in range(4))
+    with pytest.raises(ValueError, match="train.pad_multiple"):
+        Trainer(tiny_config(tmp_path / "bad", corpus, **{"train.pad_multiple": 0}))

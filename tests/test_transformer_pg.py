@@ -186,6 +186,21 @@ def test_padding_does_not_change_outputs():
     assert torch.allclose(lp_alone, lp_padded, atol=1e-5)
 
 
+@pytest.mark.parametrize("kw", VARIANTS, ids=str)
+def test_padding_to_a_multiple_does_not_change_the_loss(kw):
+    """train.pad_multiple rounds S and T up (bf16 default 8): the extra positions are padding."""
+    model = tiny_model(**kw)
+    docs, summaries = [DOCS[i] for i in range(4)], [SUMMARIES[i] for i in range(4)]
+    plain = make_batch(docs, VOCAB, summaries=summaries)
+    rounded = make_batch(docs, VOCAB, summaries=summaries, pad_multiple=16)
+    assert rounded.src_ids.size(-1) == 16 and rounded.tgt_out.size(1) == 16
+    assert plain.src_ids.size(-1) < 16 and plain.tgt_out.size(1) < 16
+    _, a = MLE()(model, plain)
+    _, b = MLE()(model, rounded)
+    assert a["tokens"] == b["tokens"]
+    assert b["nll_sum"] == pytest.approx(a["nll_sum"], rel=1e-5)
+
+
 def test_multi_agent_source_reads_as_the_concatenated_document():
     """A > 1: the agents' slots are one sequence; positions skip padding, so the split document
     gives the same distribution as the whole one; word * agent is the copy attention."""
