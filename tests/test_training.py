@@ -74,8 +74,12 @@ def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
     resumed.run()
     for (name, p), q in zip(full.model.named_parameters(), resumed.model.parameters()):
         assert torch.allclose(p, q, atol=1e-6), name
-    model, vocab, config, _ = load_model(tmp_path / "b" / "run" / "checkpoints" / "last.pt")
+    model, vocab, config, metadata = load_model(tmp_path / "b" / "run" / "checkpoints" / "last.pt")
     assert vocab == full.vocab and config.model["pointer"] == "multi"
+    for (name, p), q in zip(model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(p, q), name
+    # inference keeps no second copy of the weights and no optimizer state
+    assert metadata["step"] == 8 and not {"model", "optimizer", "scheduler", "rng"} & set(metadata)
 
 
 def test_unreadable_checkpoints_give_clear_errors(tmp_path):
