@@ -67,7 +67,8 @@ class MLE:
         """(nll_sum, sem_sum, stats): the batch sums of eq (17) and eq (18)."""
         out = model(batch, enc)
         target = unwrap(model).target_ids(batch.tgt_out)
-        nll_sum = -(out.dist.log_prob(target) * batch.tgt_mask).sum()
+        # only the real target positions: padding never reaches the output layer
+        nll_sum = -out.dist.at(batch.tgt_mask).log_prob(target[batch.tgt_mask]).sum()
         sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
                    if self.sem_weight else nll_sum.new_zeros(()))
         tokens = int(batch.tgt_mask.sum())
@@ -169,8 +170,9 @@ class SelfCritical:
         """Eq (20) summed over the batch: -sum_b sum_t A_{b,t} log p(y^_{b,t})."""
         sampled = _as_targets(batch, sample)
         out = model(sampled, enc)
-        log_p = out.dist.log_prob(unwrap(model).target_ids(sampled.tgt_out))
-        return -(advantages[:, : log_p.size(1)] * log_p * sampled.tgt_mask).sum()
+        mask = sampled.tgt_mask
+        log_p = out.dist.at(mask).log_prob(unwrap(model).target_ids(sampled.tgt_out)[mask])  # (P,)
+        return -(advantages[:, : mask.size(1)][mask] * log_p).sum()
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
         core = unwrap(model)  # model may be wrapped by DistributedDataParallel; its forward carries the gradients

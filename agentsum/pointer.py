@@ -15,8 +15,6 @@ training asks only for the probability of the target, which avoids building a (B
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 
@@ -57,12 +55,14 @@ def target_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tenso
     return _TargetLogSoftmax.apply(logits, index)
 
 
-@dataclass
 class CopyDistribution:
     """A distribution over the extended vocabulary for every decoding position.
 
     Attributes:
-        vocab_logits: (..., V) unnormalised scores of the generator.
+        vocab_logits: (..., V) unnormalised scores of the generator. A model may pass ``None`` with
+                      ``features`` (..., F) and ``output_layer`` (F -> V) instead: the logits are
+                      then computed when first needed, and :meth:`at` computes them only at the
+                      positions it keeps (training skips the output layer on padded targets).
         gen_weight:   (...,) probability of generating from the vocabulary, or None (no copying).
         copy_weight:  (..., L) probability of copying each source position, or None.
         src_ext_ids:  (B, L) extended ids of the source positions; the leading dim of the other
@@ -70,15 +70,37 @@ class CopyDistribution:
         n_ext:        V_ext, the size of the extended vocabulary.
     """
 
-    vocab_logits: torch.Tensor
-    gen_weight: torch.Tensor | None
-    copy_weight: torch.Tensor | None
-    src_ext_ids: torch.Tensor
-    n_ext: int
+    def __init__(self, vocab_logits: torch.Tensor | None, gen_weight: torch.Tensor | None,
+                 copy_weight: torch.Tensor | None, src_ext_ids: torch.Tensor, n_ext: int, *,
+                 features: torch.Tensor | None = None, output_layer: torch.nn.Linear | None = None):
+        if vocab_logits is None and (features is None or output_layer is None):
+            raise ValueError("CopyDistribution needs vocab_logits, or features and an output_layer")
+        self._logits = vocab_logits
+        self.features, self.output_layer = features, output_layer
+        self.gen_weight, self.copy_weight = gen_weight, copy_weight
+        self.src_ext_ids, self.n_ext = src_ext_ids, n_ext
+
+    @property
+    def vocab_logits(self) -> torch.Tensor:
+        if self._logits is None:
+            self._logits = self.output_layer(self.features)
+        return self._logits
 
     @property
     def vocab_size(self) -> int:
-        return self.vocab_logits.size(-1)
+        if self._logits is None:
+            return self.output_layer.out_features
+        return self._logits.size(-1)
+
+    def at(self, mask: torch.Tensor) -> "CopyDistribution":
+        """The distribution at the positions where ``mask`` (B, T) is True, flattened to (P,) rows
+        in row-major order (as ``x[mask]``). Lazy logits are computed for those rows only."""
+        rows = mask.nonzero()[:, 0]  # the document of each kept position
+        pick = lambda x: None if x is None else x[mask]  # noqa: E731
+        return CopyDistribution(pick(self._logits), pick(self.gen_weight), pick(self.copy_weight),
+                                self.src_ext_ids.index_select(0, rows), self.n_ext,
+                                features=None if self._logits is not None else pick(self.features),
+                                output_layer=self.output_layer)
 
     def _source_ids(self, like: torch.Tensor) -> torch.Tensor:
         """src_ext_ids broadcast to the shape of ``like`` (..., L)."""

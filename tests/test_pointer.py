@@ -47,3 +47,45 @@ def test_target_log_softmax_matches_log_softmax_gather_with_gradients():
     (g_grad,) = torch.autograd.grad((got * upstream).sum(), logits)
     torch.testing.assert_close(g_grad, e_grad)
     assert torch.autograd.gradcheck(lambda x: target_log_softmax(x, index), (logits,))
+
+
+def test_lazy_logits_at_kept_positions_equal_the_dense_distribution_with_gradients():
+    """``at(mask)`` with lazy logits runs the output layer on the kept rows only, and gives the
+    same log-probabilities and parameter gradients as the dense (B, T, V) path."""
+    g = torch.Generator().manual_seed(7)
+    B, T, F_, V, L, n_oov = 3, 5, 6, 9, 4, 2
+    layer = torch.nn.Linear(F_, V).double()
+    features = torch.randn(B, T, F_, dtype=torch.float64, generator=g)
+    gen = torch.rand(B, T, dtype=torch.float64, generator=g) * 0.8 + 0.1
+    copy = torch.rand(B, T, L, dtype=torch.float64, generator=g)
+    copy = copy / copy.sum(-1, keepdim=True) * (1 - gen).unsqueeze(-1)
+    src = torch.randint(4, V + n_oov, (B, L), generator=g)
+    target = torch.randint(0, V + n_oov, (B, T), generator=g)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.bool)
+
+    dense = CopyDistribution(layer(features), gen, copy, src, V + n_oov)
+    expected = -(dense.log_prob(target) * mask).sum()
+    expected.backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+
+    calls = []
+    layer.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape))
+    lazy = CopyDistribution(None, gen, copy, src, V + n_oov, features=features, output_layer=layer)
+    assert lazy.vocab_size == V
+    kept = lazy.at(mask)
+    got = -kept.log_prob(target[mask]).sum()
+    got.backward()
+    assert calls == [torch.Size([int(mask.sum()), F_])]  # the output layer saw the 9 kept rows only
+    torch.testing.assert_close(got, expected)
+    for p, want in zip(layer.parameters(), grads):
+        torch.testing.assert_close(p.grad, want)
+    # the full distribution of a lazy one equals the dense one
+    torch.testing.assert_close(lazy.log_probs(), dense.log_probs())
+
+
+def test_copy_distribution_needs_logits_or_features():
+    import pytest
+
+    with pytest.raises(ValueError, match="vocab_logits"):
+        CopyDistribution(None, None, None, torch.zeros(1, 2, dtype=torch.long), 5)

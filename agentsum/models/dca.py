@@ -280,7 +280,8 @@ class DCA(nn.Module):
                 prev_context = F.pad(agent_context, (0, 0, 1, 0))[:, :-1]  # c*_{t-1}, c*_0 = 0
             features.append(prev_context)
         hidden = torch.tanh(self.out_hidden(self.dropout(torch.cat(features, dim=-1))))
-        logits = self.out_vocab(hidden)  # (B, T, V)
+        # P_voc logits = out_vocab(hidden), (B, T, V): computed by the distribution when needed,
+        # so training runs the (large) output layer on real target positions only
 
         gen_weight = copy_weight = None
         pointer = self.config.pointer
@@ -297,7 +298,8 @@ class DCA(nn.Module):
             p = torch.sigmoid(self.gen_context(agent_context) + self.gen_state(s) + self.gen_input(y)).squeeze(-1)
             gen_weight = p
             copy_weight = ((1 - p).view(B, T, 1, 1) * agent_attn.unsqueeze(-1) * word_attn).reshape(B, T, A * S)
-        dist = CopyDistribution(logits, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext)
+        dist = CopyDistribution(None, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext,
+                                features=hidden, output_layer=self.out_vocab)
         return dist, Attention(word_attn, agent_attn), agent_context
 
     def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:

@@ -380,7 +380,8 @@ class TransformerPG(nn.Module):
 
         s = self.state_proj(d)  # S_t (B, T, D)
         features = self.dropout(torch.cat([s, a], dim=-1))  # (B, T, 2D)
-        logits = self.out_vocab(features)  # (B, T, V)
+        # logits = out_vocab(features), (B, T, V): computed by the distribution when needed, so
+        # training runs the output layer on real target positions only
         gen_weight = copy_weight = None
         if self.config.pointer:
             s_prev = torch.cat([state.prev_s.unsqueeze(1), s[:, :-1]], dim=1)  # S_{t-1}, (B, T, D)
@@ -388,7 +389,8 @@ class TransformerPG(nn.Module):
             has_source = enc.mask.any(-1, keepdim=True)  # (B, 1): nothing to copy from an empty source
             gen_weight = torch.where(has_source, p_gen, torch.ones_like(p_gen))
             copy_weight = (1 - gen_weight).unsqueeze(-1) * alpha  # (B, T, L)
-        dist = CopyDistribution(logits, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext)
+        dist = CopyDistribution(None, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext,
+                                features=features, output_layer=self.out_vocab)
         new_state = DecoderState(tuple(keys), tuple(values), feed, s[:, -1], state.t + T)
         return dist, self._factorise(alpha, enc.n_agents), s, new_state
 
