@@ -45,7 +45,13 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} not found")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        except RuntimeError as e:
+            if not (mmap and "mmap" in str(e)):
+                raise
+            # a legacy (non-zip) torch file cannot be mapped: read it whole
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated file, foreign format, pickled objects
         raise CheckpointError(f"{path} is not a readable agentsum checkpoint: {type(e).__name__}: {e}") from None
     missing = {"model", "config", "vocab"} - set(state) if isinstance(state, dict) else {"model", "config", "vocab"}

@@ -83,7 +83,11 @@ class CopyDistribution:
     @property
     def vocab_logits(self) -> torch.Tensor:
         if self._logits is None:
-            self._logits = self.output_layer(self.features)
+            features = self.features
+            weight = self.output_layer.weight
+            if features.dtype != weight.dtype and not torch.is_autocast_enabled(features.device.type):
+                features = features.to(weight.dtype)  # bf16 features (autocast) read after the region
+            self._logits = self.output_layer(features)
         return self._logits
 
     @property
@@ -95,8 +99,12 @@ class CopyDistribution:
     def at(self, mask: torch.Tensor) -> "CopyDistribution":
         """The distribution at the positions where ``mask`` (B, T) is True, flattened to (P,) rows
         in row-major order (as ``x[mask]``). Lazy logits are computed for those rows only."""
-        rows = mask.nonzero()[:, 0]  # the document of each kept position
-        pick = lambda x: None if x is None else x[mask]  # noqa: E731
+        if mask.dtype != torch.bool:
+            raise TypeError(f"CopyDistribution.at takes a boolean mask, got {mask.dtype}")
+        flat = mask.reshape(-1).nonzero().squeeze(1)  # kept positions, row-major
+        rows = flat // mask[0].numel() if mask.dim() > 1 else flat  # the document of each
+        lead = mask.dim()
+        pick = lambda x: None if x is None else x.flatten(0, lead - 1).index_select(0, flat)  # noqa: E731
         return CopyDistribution(pick(self._logits), pick(self.gen_weight), pick(self.copy_weight),
                                 self.src_ext_ids.index_select(0, rows), self.n_ext,
                                 features=None if self._logits is not None else pick(self.features),

@@ -145,6 +145,11 @@ class Trainer:
                   f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
+        max_positions = getattr(getattr(self.model, "config", None), "max_positions", None)
+        longest = -(-(config.data.max_summary_tokens + 1) // self.pad_multiple) * self.pad_multiple
+        if max_positions is not None and longest > max_positions:
+            raise ValueError(f"training targets of up to {longest} positions (data.max_summary_tokens + 1, rounded up "
+                             f"to train.pad_multiple {self.pad_multiple}) exceed model.max_positions {max_positions}")
         self.optimizer = build_optimizer(t.optimizer, self.model.parameters(), t.lr)
         self.scheduler = build_scheduler(self.optimizer, t.schedule, t.warmup)
         self.objective = build_objective(t, self.vocab)

@@ -89,3 +89,40 @@ def test_copy_distribution_needs_logits_or_features():
 
     with pytest.raises(ValueError, match="vocab_logits"):
         CopyDistribution(None, None, None, torch.zeros(1, 2, dtype=torch.long), 5)
+
+
+def _lazy(seed=11, pointer=True):
+    g = torch.Generator().manual_seed(seed)
+    B, T, F_, V, L = 2, 3, 4, 6, 3
+    layer = torch.nn.Linear(F_, V)
+    features = torch.randn(B, T, F_, generator=g)
+    gen = torch.rand(B, T, generator=g) * 0.5 + 0.25 if pointer else None
+    copy = (1 - gen).unsqueeze(-1).expand(B, T, L) / L if pointer else None
+    src = torch.randint(4, V + 1, (B, L), generator=g)
+    return CopyDistribution(None, gen, copy, src, V + 1, features=features, output_layer=layer)
+
+
+def test_at_edge_cases():
+    import pytest
+
+    dist = _lazy()
+    none_kept = dist.at(torch.zeros(2, 3, dtype=torch.bool))
+    assert none_kept.log_prob(torch.zeros(0, dtype=torch.long)).shape == (0,)
+    with pytest.raises(TypeError, match="boolean mask"):
+        dist.at(torch.ones(2, 3, dtype=torch.long))
+    mask = torch.tensor([[True, False, True], [False, True, True]])
+    target = torch.tensor([[1, 2, 6], [3, 4, 5]])
+    # after the dense logits exist, at() slices them; without a pointer there is no copy part
+    for d in (dist, _lazy(pointer=False)):
+        dense = d.log_prob(target)[mask]
+        assert d._logits is not None  # log_prob on the whole distribution computed them
+        torch.testing.assert_close(d.at(mask).log_prob(target[mask]), dense)
+
+
+def test_bf16_features_read_after_autocast():
+    """Features made under bf16 autocast and read after the region still meet the fp32 layer."""
+    dist = _lazy()
+    lazy = CopyDistribution(None, dist.gen_weight, dist.copy_weight, dist.src_ext_ids, dist.n_ext,
+                            features=dist.features.bfloat16(), output_layer=dist.output_layer)
+    log_p = lazy.log_probs()  # outside autocast: the features are cast to the layer's dtype
+    assert log_p.dtype == torch.float32 and torch.isfinite(log_p).all()

@@ -80,6 +80,12 @@ def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
         assert torch.equal(p, q), name
     # inference keeps no second copy of the weights and no optimizer state
     assert metadata["step"] == 8 and not {"model", "optimizer", "scheduler", "rng"} & set(metadata)
+    # a checkpoint in torch's legacy (non-zip) format cannot be memory-mapped: it is read whole
+    legacy = tmp_path / "legacy.pt"
+    torch.save(read_checkpoint(last), legacy, _use_new_zipfile_serialization=False)
+    again, _, _, legacy_metadata = load_model(legacy)
+    assert legacy_metadata["step"] == 8
+    assert all(torch.equal(p, q) for p, q in zip(again.parameters(), resumed.model.parameters()))
 
 
 def test_unreadable_checkpoints_give_clear_errors(tmp_path):
@@ -211,6 +217,19 @@ def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_p
         assert trainer.pad_multiple == expected
         (batch, weight), = trainer._micro_batches(list(range(4)))
         assert batch.src_ids.size(-1) % expected == 0 and batch.tgt_out.size(1) % expected == 0
+        longest = max(len(trainer.train_docs[i].summary) for i in range(4)) + 1
+        assert batch.tgt_out.size(1) == -(-longest // expected) * expected
         assert batch.num_target_tokens() == sum(len(trainer.train_docs[i].summary) + 1 for i in range(4))
     with pytest.raises(ValueError, match="train.pad_multiple"):
         Trainer(tiny_config(tmp_path / "bad", corpus, **{"train.pad_multiple": 0}))
+
+
+def test_pad_multiple_beyond_max_positions_is_a_clear_error(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
+    config = tiny_config(tmp_path, corpus, **{"train.precision": "bf16", "data.max_summary_tokens": 32})
+    config.model = {"type": "transformer_pg", "d_model": 16, "heads": 2, "d_ff": 32, "encoder_layers": 1,
+                    "decoder_layers": 1, "max_positions": 36}
+    with pytest.raises(ValueError, match="40 positions .* exceed model.max_positions 36"):
+        Trainer(config)
+    config.train.pad_multiple = 1
+    Trainer(config)  # 33 positions fit
