@@ -205,12 +205,12 @@ def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_
     B = sample.size(0)
     n_sentences = int(max(sample_sentence.max(), greedy_sentence.max())) + 1
     # reward of each greedy sentence (every token of a sentence carries it; padding goes to a spare column)
-    greedy_reward = torch.zeros(B, n_sentences + 1)
+    greedy_reward = greedy_token_rewards.new_zeros(B, n_sentences + 1)
     idx = torch.where(greedy_sentence >= 0, greedy_sentence, torch.full_like(greedy_sentence, n_sentences))
     greedy_reward.scatter_(1, idx, greedy_token_rewards)
     greedy_reward = greedy_reward[:, :n_sentences]
     last = sample_sentence.max(1).values.clamp_min(0)  # (B,) the sample's last sentence index
-    tail = torch.arange(n_sentences).unsqueeze(0) >= last.unsqueeze(1)  # sentences folded into the last one
+    tail = torch.arange(n_sentences, device=sample.device).unsqueeze(0) >= last.unsqueeze(1)  # sentences folded into the last one
     folded = (greedy_reward * tail).sum(1)  # (B,)
     per_sentence = torch.where(tail, torch.zeros_like(greedy_reward), greedy_reward)
     per_sentence.scatter_(1, last.unsqueeze(1), folded.unsqueeze(1))
@@ -221,7 +221,7 @@ def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_
 def _sentence_index(tokens: torch.Tensor, end_ids: list[int]) -> torch.Tensor:
     """(B, L) index of the sentence each token belongs to (a delimiter closes its sentence; EOS
     belongs to the last sentence); -1 on padding."""
-    is_end = torch.isin(tokens, torch.tensor(end_ids, dtype=tokens.dtype))
+    is_end = torch.isin(tokens, torch.tensor(end_ids, dtype=tokens.dtype, device=tokens.device))
     before = F.pad(is_end.long().cumsum(1), (1, 0))[:, :-1]  # delimiters strictly before t
     valid = tokens != PAD_ID
     index = before.clone()

@@ -96,6 +96,10 @@ def test_sentence_advantages_sum_to_sequence_advantage():
     assert sum(advantages) == pytest.approx((r_sample - r_greedy).item())
     assert sum(baseline[0, i].item() for i in firsts) == pytest.approx(r_greedy.item())
     assert torch.allclose(sequence_rewards(sample, reference), r_sample)
+    # the baseline follows the rewards' dtype and device (tensors made inside follow the inputs)
+    as_double = sentence_baselines(sample, greedy, greedy_tok.double(), [DOT])
+    assert as_double.dtype == torch.float64 and as_double.device == sample.device
+    torch.testing.assert_close(as_double.float(), baseline)
 
 
 def _log_prob_of(model, batch, tokens):
