@@ -120,7 +120,7 @@ def make_batch(
     A = len(agents[0])
     if any(len(doc) != A for doc in agents):
         raise ValueError(f"every document must be split among the same number of agents ({A})")
-    S = _round_up(max(1, max(len(chunk) for doc in agents for chunk in doc)), pad_multiple)
+    S = round_up(max(1, max(len(chunk) for doc in agents for chunk in doc)), pad_multiple)
 
     src_ids = torch.full((B, A, S), PAD_ID, dtype=torch.long)
     src_ext = torch.full((B, A, S), PAD_ID, dtype=torch.long)
@@ -151,7 +151,7 @@ def make_batch(
     if summaries is not None:
         if len(summaries) != B:
             raise ValueError(f"{len(summaries)} summaries for {B} documents")
-        T = _round_up(max(len(s) for s in summaries) + 1, pad_multiple)
+        T = round_up(max(len(s) for s in summaries) + 1, pad_multiple)
         tgt_in = torch.full((B, T), PAD_ID, dtype=torch.long)
         tgt_out = torch.full((B, T), PAD_ID, dtype=torch.long)
         for b, summary in enumerate(summaries):
@@ -165,5 +165,6 @@ def make_batch(
     return batch
 
 
-def _round_up(n: int, multiple: int) -> int:
+def round_up(n: int, multiple: int) -> int:
+    """The smallest multiple of ``multiple`` that is >= n (a padded length)."""
     return -(-n // multiple) * multiple

@@ -27,9 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Serve a checkpoint: POST /v1/summarize, GET /v1/model, GET /health, /openapi.json, and a "
                     "web page at / that shows the summary, the source split among agents and the attention.")
     add_arguments(p)
-    p.set_defaults(func=run)
     return p
-
 
 
 def run(args) -> int:

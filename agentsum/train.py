@@ -22,7 +22,7 @@ from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoin
 from agentsum.config import Config, DataSource
 from agentsum.corpus import ReadStats, load_examples
 from agentsum import distributed
-from agentsum.batch import Batch
+from agentsum.batch import Batch, round_up
 from agentsum.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
 from agentsum.language import text_processor
 from agentsum.models import build_model
@@ -146,7 +146,7 @@ class Trainer:
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
         max_positions = getattr(getattr(self.model, "config", None), "max_positions", None)
-        longest = -(-(config.data.max_summary_tokens + 1) // self.pad_multiple) * self.pad_multiple
+        longest = round_up(config.data.max_summary_tokens + 1, self.pad_multiple)
         if max_positions is not None and longest > max_positions:
             raise ValueError(f"training targets of up to {longest} positions (data.max_summary_tokens + 1, rounded up "
                              f"to train.pad_multiple {self.pad_multiple}) exceed model.max_positions {max_positions}")

@@ -113,9 +113,8 @@ def test_padding_to_a_multiple_does_not_change_the_loss():
     from agentsum.objectives import MLE
 
     model = tiny_model(pointer="multi", contextual_agent_attention=True, communication=True)
-    docs, summaries = DOCS, SUMMARIES
-    plain = make_batch(docs, VOCAB, summaries=summaries)
-    rounded = make_batch(docs, VOCAB, summaries=summaries, pad_multiple=8)
+    plain = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    rounded = make_batch(DOCS, VOCAB, summaries=SUMMARIES, pad_multiple=8)
     assert rounded.src_ids.size(-1) % 8 == 0 and rounded.tgt_out.size(1) % 8 == 0
     assert rounded.src_ids.size(-1) > plain.src_ids.size(-1)
     _, a = MLE()(model, plain)

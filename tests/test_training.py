@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from agentsum.batch import make_batch
+from agentsum.batch import make_batch, round_up
 from agentsum.checkpoint import CheckpointError, load_model, read_checkpoint
 from agentsum.cli import main
 from agentsum.config import load_config
@@ -218,7 +218,7 @@ def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_p
         (batch, weight), = trainer._micro_batches(list(range(4)))
         assert batch.src_ids.size(-1) % expected == 0 and batch.tgt_out.size(1) % expected == 0
         longest = max(len(trainer.train_docs[i].summary) for i in range(4)) + 1
-        assert batch.tgt_out.size(1) == -(-longest // expected) * expected
+        assert batch.tgt_out.size(1) == round_up(longest, expected)
         assert batch.num_target_tokens() == sum(len(trainer.train_docs[i].summary) + 1 for i in range(4))
     with pytest.raises(ValueError, match="train.pad_multiple"):
         Trainer(tiny_config(tmp_path / "bad", corpus, **{"train.pad_multiple": 0}))

@@ -47,7 +47,7 @@ class _AdditiveScores(torch.autograd.Function):
         T = query.size(1)
         work = torch.promote_types(keys.dtype, torch.float32)
         k, q, w = keys.to(work), query.to(work), v.to(work)
-        out = torch.empty(B, T, S, dtype=work)
+        out = keys.new_empty(B, T, S, dtype=work)
         for b0, b1, t0, t1 in _blocks(B, T, S, H):
             x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))  # (b, t, S, H)
             x.tanh_()
@@ -62,9 +62,9 @@ class _AdditiveScores(torch.autograd.Function):
         T = query.size(1)
         work = torch.promote_types(keys.dtype, torch.float32)
         k, q, w, grad = keys.to(work), query.to(work), v.to(work), grad.to(work).contiguous()
-        g_keys = torch.zeros(keys.shape, dtype=work)
-        g_query = torch.empty(query.shape, dtype=work)
-        g_v = torch.zeros(v.shape, dtype=work)
+        g_keys = keys.new_zeros(keys.shape, dtype=work)
+        g_query = query.new_empty(query.shape, dtype=work)
+        g_v = v.new_zeros(v.shape, dtype=work)
         for b0, b1, t0, t1 in _blocks(B, T, S, H):
             g = grad[b0:b1, t0:t1]  # (b, t, S)
             x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))

@@ -16,6 +16,8 @@ Off the CPU (where ``F.dropout`` is a fused kernel) and in eval mode this is ``F
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,12 +26,17 @@ LANES = 4  # 16-bit lanes per 64-bit draw
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
+def _drop_count(p: float) -> int:
+    """How many of the 2^16 lane values drop an element: p rounded to a multiple of 2^-16."""
+    return round(p * 65536)
+
+
 def quantised_p(p: float) -> float:
     """The drop probability actually used: p rounded to a multiple of 2^-16."""
-    return round(p * 65536) / 65536
+    return _drop_count(p) / 65536
 
 
-def keep_lanes(n: int, device: torch.device | None = None) -> torch.Tensor:
+def random_lanes(n: int, device: torch.device | None = None) -> torch.Tensor:
     """n random signed 16-bit lanes (int16), four per 64-bit draw from the default generator."""
     words = (n + LANES - 1) // LANES
     # randint over the full int64 range: every bit uniform (``random_()`` would leave the top bit 0)
@@ -40,11 +47,8 @@ def keep_scale_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: tor
     """Tensor of ``shape`` and ``dtype``: 1 / (1 - q) where an element is kept, 0 where it is dropped
     (probability q = ``quantised_p(p)``). A mask in the input's dtype makes forward and backward one
     multiplication each (a boolean mask takes two passes through ``masked_fill``)."""
-    n = 1
-    for size in shape:
-        n *= size
-    lanes = keep_lanes(n, device).view(shape)
-    threshold = round(p * 65536) - 32768  # kept  <=>  lane (signed) >= threshold  <=>  lane + 2^15 >= p * 2^16
+    lanes = random_lanes(math.prod(shape), device).view(shape)
+    threshold = _drop_count(p) - 32768  # kept  <=>  lane (signed) >= threshold  <=>  lane + 2^15 >= p * 2^16
     mask = torch.ge(lanes, threshold, out=torch.empty(shape, dtype=dtype, device=device))
     return mask.mul_(1.0 / (1.0 - quantised_p(p)))
 
