@@ -58,6 +58,7 @@ class DataConfig:
     language: str = "en"  # en | zh
     zh_tokenizer: str = "jieba"  # Chinese units: jieba words (as the paper) or char
     zh_rouge_unit: str = "char"  # Chinese ROUGE on characters (default) or jieba words
+    dialogue: bool = False  # articles are dialogues (SAMSum, DialogSum): each line one utterance, one sentence
     min_human_label: int | None = None  # LCSTS PART II/III: keep pairs scored >= this (test set: 3)
     agents: int = 3  # M; 1 is the single-agent baseline
     max_article_tokens: int = 400  # paper: 400 or 800

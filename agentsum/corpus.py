@@ -1,4 +1,5 @@
-"""Reading article/summary corpora: JSON Lines, CNN/DailyMail ``.story`` files, Hugging Face.
+"""Reading article/summary corpora: JSON Lines, JSON arrays (SAMSum), CNN/DailyMail ``.story`` files,
+Hugging Face.
 
 Every reader yields :class:`Example` records carrying their ``origin`` ("file:line") and every
 problem is a :class:`DataError` naming the file, the line and the field, so a bad row in a corpus
@@ -94,6 +95,25 @@ def _parse_jsonl_line(raw: bytes, where: str) -> dict[str, Any]:
     return obj
 
 
+#: Field names other public corpora use for what a default field name means: SAMSum (Gliwa et al.,
+#: 2019) and DialogSum name the article ``dialogue`` (DialogSum's id is ``fname``); CNN/DailyMail on
+#: Hugging Face names the summary ``highlights``. Used only when the configured name is the default
+#: and the row lacks it, so an explicit ``data.article_field`` always wins.
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "article": ("dialogue",),
+    "summary": ("highlights",),
+    "highlights": ("summary",),
+    "id": ("fname",),
+}
+
+
+def _field_in(row: dict[str, Any], name: str) -> str:
+    """``name``, or the alias the row has instead (see :data:`FIELD_ALIASES`)."""
+    if name in row:
+        return name
+    return next((alias for alias in FIELD_ALIASES.get(name, ()) if alias in row), name)
+
+
 def _example_from_row(
     row: dict[str, Any],
     where: str,
@@ -102,7 +122,7 @@ def _example_from_row(
     require_summary: bool,
 ) -> Example:
     """Validate a JSONL object or HF row; ``fields`` = (article, summary, id) field names."""
-    article_field, summary_field, id_field = fields
+    article_field, summary_field, id_field = (_field_in(row, name) for name in fields)
     for name, required in ((article_field, True), (summary_field, require_summary)):
         if required and name not in row:
             present = ", ".join(row) or "none"
@@ -181,6 +201,72 @@ def _iter_jsonl(
                 yield example
         except (OSError, EOFError) as exc:  # truncated or corrupt .gz
             raise DataError(f"{path}: cannot read ({exc})") from None
+
+
+def read_json_array(
+    path: str | Path,
+    article_field: str = "article",
+    summary_field: str = "summary",
+    id_field: str = "id",
+    skip_bad: bool = False,
+    require_summary: bool = True,
+    stats: ReadStats | None = None,
+) -> Iterator[Example]:
+    """Examples from a ``.json`` file holding one JSON array of objects: the layout of the original
+    SAMSum release (``train.json``, ``val.json``, ``test.json`` with ``id``, ``dialogue``,
+    ``summary``). Errors name the line on which the bad object starts."""
+    path = Path(path)
+    _require_file(path)
+    with _open_binary(path) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{path}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
+    return _iter_json_array(path, text, (article_field, summary_field, id_field), skip_bad, require_summary,
+                            stats if stats is not None else ReadStats())
+
+
+def _iter_json_array(path: Path, text: str, fields: tuple[str, str, str], skip_bad: bool,
+                     require_summary: bool, stats: ReadStats) -> Iterator[Example]:
+    decoder = json.JSONDecoder()
+    line_of = lambda pos: text.count("\n", 0, pos) + 1  # noqa: E731
+    pos = _skip_space(text, 0)
+    if not text.startswith("[", pos):
+        raise DataError(f"{path}:{line_of(pos)}: expected a JSON array of objects (a .json corpus), "
+                        "or use JSON Lines (.jsonl) with one object per line")
+    pos = _skip_space(text, pos + 1)
+    index = 0
+    while not text.startswith("]", pos):
+        where = f"{path}:{line_of(pos)}"
+        try:
+            row, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        try:
+            if not isinstance(row, dict):
+                raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            example = _example_from_row(row, where, f"{path.name}:{index}", fields, require_summary)
+        except DataError as exc:
+            if not skip_bad:
+                raise
+            stats.skip(exc)
+        else:
+            stats.read += 1
+            yield example
+        index += 1
+        pos = _skip_space(text, end)
+        if text.startswith(",", pos):
+            pos = _skip_space(text, pos + 1)
+        elif not text.startswith("]", pos):
+            raise DataError(f"{path}:{line_of(pos)}: invalid JSON (expected ',' or ']' after an object)")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
 
 
 def _parse_story(text: str, where: str, doc_id: str, require_summary: bool) -> Example:
@@ -338,7 +424,9 @@ def load_examples(
     ``hf:NAME[:CONFIG[:SPLIT]]`` -> Hugging Face; a directory -> its ``.story`` files; a
     ``.story`` file -> one story; an LCSTS PART file (``<doc id=...>`` blocks) or a ``.tsv`` ->
     ``agentsum.lcsts`` (``min_human_label`` keeps pairs scored at least that; 3 gives the standard
-    PART III test set); anything else -> JSON Lines (``.gz`` allowed). Slicing counts
+    PART III test set); a ``.json`` file -> one JSON array of objects (the original SAMSum files);
+    anything else -> JSON Lines (``.gz`` allowed). Default field names fall back to their
+    :data:`FIELD_ALIASES` (``dialogue`` for ``article``, ...). Slicing counts
     good examples (after skipped rows); non-negative bounds stop reading early.
     The field names apply to JSON Lines; for ``hf:`` a non-default ``summary_field`` is passed on
     (the HF default is ``highlights``).
@@ -357,6 +445,10 @@ def load_examples(
             raise DataError(f"{spec}: no such file or directory")
         if path.is_dir() or path.suffix == ".story":
             examples = read_stories(path if path.is_dir() else [path], skip_bad, require_summary, stats)
+        elif path.name.lower().removesuffix(".gz").endswith(".json"):
+            examples = read_json_array(
+                path, article_field, summary_field, id_field, skip_bad, require_summary, stats
+            )
         elif min_human_label is not None or _is_lcsts(path):
             from agentsum.lcsts import load_lcsts
 

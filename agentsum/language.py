@@ -24,6 +24,7 @@ class TextProcessor:
     lowercase: bool = True
     zh_tokenizer: str = "jieba"  # jieba | char
     zh_rouge_unit: str = "char"  # char | word
+    dialogue: bool = False  # articles are dialogues: one utterance (line) per sentence
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
@@ -38,7 +39,7 @@ class TextProcessor:
     def article_sentences(self, article: str) -> list[list[str]]:
         if self.is_chinese:
             return chinese.article_sentences(article, self.zh_tokenizer, lower=self.lowercase)
-        return text.article_sentences(article, lower=self.lowercase)
+        return text.article_sentences(article, lower=self.lowercase, dialogue=self.dialogue)
 
     def summary_sentences(self, summary: str) -> list[list[str]]:
         if self.is_chinese:
@@ -89,4 +90,4 @@ class TextProcessor:
 
 def text_processor(data_config) -> TextProcessor:
     d = data_config
-    return TextProcessor(d.language, d.lowercase, d.zh_tokenizer, d.zh_rouge_unit)
+    return TextProcessor(d.language, d.lowercase, d.zh_tokenizer, d.zh_rouge_unit, d.dialogue)

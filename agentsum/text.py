@@ -134,9 +134,24 @@ def tokenize(sentence: str, lower: bool = True) -> list[str]:
     return [t for t in tokens if t]
 
 
-def article_sentences(text: str, lower: bool = True) -> list[list[str]]:
-    """Article text -> tokenized sentences, dateline removed, empty sentences dropped."""
-    sentences = (tokenize(s, lower) for s in split_sentences(strip_source_prefix(text)))
+def dialogue_utterances(text: str) -> list[str]:
+    """A chat or spoken dialogue (SAMSum, DialogSum): every non-blank line is one utterance,
+    ``Speaker: text``, kept whole as one sentence with its speaker name.
+
+    Choice: an utterance, not a grammatical sentence, is the unit, so that the agent split
+    (:mod:`agentsum.agents`) never gives one speaker's turn to two agents and Lead-3 means the
+    first three turns (the baseline of Gliwa et al., 2019). Multi-sentence turns stay whole.
+    """
+    return [line.strip() for line in clean_text(text).splitlines() if line.strip()]
+
+
+def article_sentences(text: str, lower: bool = True, dialogue: bool = False) -> list[list[str]]:
+    """Article text -> tokenized sentences, dateline removed, empty sentences dropped.
+
+    ``dialogue=True``: one sentence per utterance (line), no dateline handling.
+    """
+    units = dialogue_utterances(text) if dialogue else split_sentences(strip_source_prefix(text))
+    sentences = (tokenize(s, lower) for s in units)
     return [s for s in sentences if s]
 
 

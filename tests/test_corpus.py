@@ -225,3 +225,51 @@ def test_read_text_file_utf8_and_stdin(tmp_path, monkeypatch):
         read_text_file(tmp_path / "missing.txt")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("From stdin.".encode())))
     assert read_text_file("-") == "From stdin."
+
+
+# ---- SAMSum's original layout: a JSON array with dialogue / summary ---------------------------
+
+SAMSUM_JSON = """[
+  {
+    "id": "13818513",
+    "summary": "Amanda baked cookies and will bring Jerry some tomorrow.",
+    "dialogue": "Amanda: I baked  cookies. Do you want some?\\r\\nJerry: Sure!\\r\\nAmanda: I'll bring you tomorrow :-)"
+  },
+  {"id": "13728867", "summary": "Olivia and Olivier are voting for liberals.",
+   "dialogue": "Olivia: Who are you voting for?\\r\\nOliver: Liberals as always."}
+]
+"""
+
+
+def test_samsum_json_array_is_read_with_the_dialogue_field(tmp_path):
+    path = tmp_path / "val.json"
+    path.write_text(SAMSUM_JSON, encoding="utf-8")
+    examples = load_examples(str(path))
+    assert [e.id for e in examples] == ["13818513", "13728867"]
+    assert examples[0].article.startswith("Amanda: I baked")
+    assert examples[1].summary == "Olivia and Olivier are voting for liberals."
+    assert examples[1].origin == f"{path}:7"  # the line on which the second object starts
+
+
+def test_json_array_errors_name_the_line_of_the_bad_object(tmp_path):
+    path = tmp_path / "train.json"
+    path.write_text('[\n {"dialogue": "A: hi", "summary": "x"},\n {"dialogue": "B: yo"}\n]', encoding="utf-8")
+    with pytest.raises(DataError, match=r"train\.json:3: field 'summary' missing"):
+        load_examples(str(path))
+    stats = ReadStats()
+    assert len(load_examples(str(path), skip_bad=True, stats=stats)) == 1 and stats.skipped == 1
+    path.write_text('{"dialogue": "A: hi"}', encoding="utf-8")
+    with pytest.raises(DataError, match=r"train\.json:1: expected a JSON array"):
+        load_examples(str(path))
+    path.write_text('[\n {"dialogue": "A: hi", "summary": "x"}\n {"dialogue": "B", "summary": "y"}]', encoding="utf-8")
+    with pytest.raises(DataError, match=r"train\.json:3: invalid JSON \(expected ','"):
+        load_examples(str(path))
+
+
+def test_field_aliases_apply_only_to_default_names(tmp_path):
+    path = tmp_path / "dialogsum.jsonl"
+    path.write_text('{"fname": "train_0", "dialogue": "#Person1#: Hi.", "summary": "They greet."}\n', encoding="utf-8")
+    (example,) = load_examples(str(path))
+    assert (example.id, example.article) == ("train_0", "#Person1#: Hi.")
+    with pytest.raises(DataError, match="field 'text' missing"):
+        load_examples(str(path), article_field="text")

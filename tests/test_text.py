@@ -142,3 +142,28 @@ def test_split_generated_splits_after_end_tokens():
     assert split_generated(tokens) == [["a", "b", "."], ["c", "!"], ["d", "?"], ["u.s.", "e"]]
     assert split_generated([]) == []
     assert split_generated([".", "."]) == [["."], ["."]]
+
+
+def test_dialogue_articles_keep_one_sentence_per_utterance_with_the_speaker():
+    from agentsum.text import article_sentences
+
+    dialogue = "Amanda: I baked cookies. Do you want some?\r\n\r\nJerry: Sure!\nAmanda: (CNN) -- ok"
+    assert article_sentences(dialogue, dialogue=True) == [
+        ["amanda", ":", "i", "baked", "cookies", ".", "do", "you", "want", "some", "?"],
+        ["jerry", ":", "sure", "!"],
+        ["amanda", ":", "(", "cnn", ")", "--", "ok"],
+    ]
+    # As prose the first utterance is two sentences.
+    assert len(article_sentences(dialogue)) == 4
+
+
+def test_dialogue_preset_splits_agents_along_utterances():
+    from agentsum.config import load_config
+    from agentsum.corpus import Example
+    from agentsum.dataset import prepare
+
+    config = load_config("samsum-m6")
+    lines = [f"Speaker{i}: " + " ".join(["word"] * 8) for i in range(6)]  # 6 utterances of 10 tokens
+    doc = prepare(Example("d", "\n".join(lines), "A summary.", "x"), config.data)
+    assert [len(a) for a in doc.agents] == [20, 20, 20]
+    assert all(agent[0].startswith("speaker") for agent in doc.agents)

@@ -1,0 +1,52 @@
+"""Readable output: casing restored from the source, PTB tokens detokenized, sentences capitalized."""
+
+from agentsum.readable import Casing, capitalize_first, detokenize, readable
+from agentsum.text import tokenize
+
+DIALOGUE = (
+    "Amanda: I baked cookies. Do you want some?\n"
+    "Jerry: Sure! I can't wait, it's my favourite. See you at McDonald's\n"
+    "Amanda: Tomorrow then :-) I'll bring them to New York"
+)
+
+
+def test_detokenize_undoes_the_tokenizer_on_clitics_punctuation_brackets_and_quotes():
+    sentence = 'Jerry can\'t come, won\'t he? It\'s 5% off (the "big" sale) at McDonald\'s.'
+    assert detokenize(tokenize(sentence, lower=False)) == sentence
+
+
+def test_detokenize_keeps_spaces_between_words_and_around_dashes():
+    assert detokenize(["a", "--", "b", "c"]) == "a -- b c"
+    assert detokenize([]) == ""
+
+
+def test_casing_takes_the_most_frequent_form_and_ignores_sentence_starts():
+    casing = Casing.from_text("Tomorrow we go. We meet Anna tomorrow in Paris. paris is nice, says ANNA and Anna.")
+    assert casing("anna") == "Anna"  # Anna 2 : ANNA 1
+    assert casing("paris") == "Paris"  # tie 1 : 1 goes to the capitalized form
+    assert casing("tomorrow") == "tomorrow"  # "Tomorrow" only starts a sentence
+    assert casing("we") == "we"
+    assert casing("i") == "I"
+    assert casing("unseen") == "unseen"
+
+
+def test_dialogue_speaker_names_are_names_even_at_the_start_of_a_line():
+    casing = Casing.from_text(DIALOGUE, dialogue=True)
+    assert casing("amanda") == "Amanda" and casing("jerry") == "Jerry"
+    assert casing("tomorrow") == "tomorrow"  # starts an utterance's text, not a speaker
+    assert casing("do") == "do"  # "Do" follows "cookies ." inside one utterance
+    prose = Casing.from_text(DIALOGUE, dialogue=False)
+    assert prose("amanda") == "amanda"  # as prose, "Amanda" only ever starts a sentence
+
+
+def test_readable_summary_from_lower_cased_tokens():
+    tokens = "amanda baked cookies and will bring jerry some tomorrow . jerry ca n't wait to go to new york .".split()
+    assert readable(tokens, DIALOGUE, dialogue=True) == (
+        "Amanda baked cookies and will bring Jerry some tomorrow. Jerry can't wait to go to New York."
+    )
+
+
+def test_capitalize_first_skips_opening_punctuation_and_leaves_digits():
+    assert capitalize_first('"hello" she said') == '"Hello" she said'
+    assert capitalize_first("5 people came") == "5 people came"
+    assert capitalize_first("") == ""
