@@ -2,13 +2,16 @@
 
 A checkpoint is a dict of tensors and plain Python values: ``model`` and ``optimizer`` state dicts,
 ``config`` (the full run configuration), ``vocab`` (the token list), ``step``, ``metrics`` and the
-RNG states needed to resume.
+RNG states needed to resume. :func:`export_inference` writes the inference-only form (16-bit
+weights, configuration, vocabulary and provenance; no optimizer): the form of the English model
+shipped inside the package, which :func:`default_checkpoint` finds.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -61,6 +64,33 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
 
 
 TRAINING_STATE = ("model", "optimizer", "scheduler", "rng")
+
+#: The English model shipped inside the package, relative to the package (docs/model_card.md).
+DEFAULT_MODEL = "pretrained/samsum-en.pt"
+
+
+def default_checkpoint() -> Path:
+    """The shipped model's path; used when a command is given no ``--checkpoint``."""
+    path = Path(str(resources.files("agentsum") / DEFAULT_MODEL))
+    if not path.is_file():
+        raise CheckpointError(f"no model is shipped with this installation ({path} is missing); "
+                              "pass --checkpoint with a checkpoint written by `agentsum train`")
+    return path
+
+
+def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype = torch.float16,
+                     provenance: dict | None = None) -> dict:
+    """Write ``source``'s weights in ``dtype`` with its configuration and vocabulary, without the
+    optimizer, scheduler and RNG state: a file for summarizing only, a sixth of a training
+    checkpoint's size at 16 bits. ``load_model`` reads it like any checkpoint (weights are cast
+    back to the model's float32 parameters). Returns the metadata written."""
+    state = read_checkpoint(source)
+    weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state["model"].items()}
+    metadata = {k: v for k, v in state.items() if k not in TRAINING_STATE}
+    metadata["exported"] = {"from": Path(source).name, "dtype": str(dtype).removeprefix("torch."),
+                            **(provenance or {})}
+    save_checkpoint({"model": weights, **metadata}, target)
+    return metadata
 
 
 def load_model(path: str | Path, device: str | torch.device = "cpu"):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from agentsum.config import ConfigError, load_config, preset_names
 
+CHECKPOINT_HELP = ("a .pt checkpoint written by `agentsum train` or `agentsum export` (default: the English "
+                   "dialogue model shipped with agentsum, see docs/model_card.md)")
 EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
                "directory of them, an LCSTS PART file or TSV, or hf:cnn_dailymail:3.0.0:test (needs "
                "`pip install agentsum[hf]` and a network).")
@@ -90,15 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summarize", help="summarize a text file or stdin",
                        description="Summarize one article (a text file, or - for stdin), or every row of a "
                                    ".jsonl file (one summary per output line).")
-    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     p.add_argument("input", nargs="?", default="-", help="FILE or - (default: stdin)")
     p.add_argument("--field", default="article", help="article field for .jsonl input (default: article)")
+    p.add_argument("--raw", action="store_true",
+                   help="print the model's tokens (lower-cased, space-separated, as ROUGE scores them) instead of "
+                        "text cased from the article and detokenized")
     _add_search_options(p)
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
                                    "rougeLsum), writing predictions.txt, predictions.jsonl and scores.json to --out.")
-    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     _add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
     _add_search_options(p)
@@ -113,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
     p.add_argument("--chars", type=int, help="instead, the first N characters (e.g. for LCSTS)")
     p.add_argument("--out", help="output directory for predictions and scores.json")
+    p = sub.add_parser("export", help="write an inference-only copy of a checkpoint (16-bit weights)",
+                       description="Copy a checkpoint's weights (in 16 bits), configuration and vocabulary, without "
+                                   "the optimizer and RNG state: a file for summarize/serve about a sixth of the "
+                                   "training checkpoint's size. The shipped model was written this way.")
+    p.add_argument("--checkpoint", required=True, help="a .pt checkpoint written by `agentsum train`")
+    p.add_argument("--out", required=True, help="the file to write")
+    p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16",
+                   help="weight precision (default float16)")
     from agentsum import analyze, humaneval, plot, serve_options
 
     for module in (serve_options, plot, analyze, humaneval):
@@ -152,13 +165,13 @@ def _progress(total: int, label: str):
 
 
 def cmd_summarize(args) -> int:
-    from agentsum.checkpoint import load_model
+    from agentsum.checkpoint import default_checkpoint, load_model
     from agentsum.corpus import DataError, Example, load_examples, read_text_file
     from agentsum.dataset import prepare_all
     from agentsum.evaluate import summarize_documents
     from agentsum.language import text_processor
 
-    model, vocab, config, _ = load_model(args.checkpoint)
+    model, vocab, config, _ = load_model(args.checkpoint or default_checkpoint())
     if args.input.endswith(".jsonl"):
         examples = load_examples(args.input, article_field=args.field, require_summary=False)
     else:
@@ -174,8 +187,8 @@ def cmd_summarize(args) -> int:
     summaries = summarize_documents(model, vocab, docs, search_config, args.batch_size,
                                     _progress(len(docs), "summarizing") if len(docs) > args.batch_size else None)
     seconds = time.perf_counter() - started
-    for tokens in summaries:
-        print(language.display(tokens))
+    for example, tokens in zip(examples, summaries):
+        print(language.display(tokens) if args.raw else " ".join(language.readable(tokens, example.article)))
     words = sum(len(t) for t in summaries)
     print(f"summarized {len(docs)} document(s) in {seconds:.2f}s ({len(docs) / max(seconds, 1e-9):.2f} documents/s, "
           f"beam {search_config.beam_size}, {words / max(len(docs), 1):.1f} tokens per summary; model loading "
@@ -184,18 +197,20 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from agentsum.checkpoint import load_model
+    from agentsum.checkpoint import default_checkpoint, load_model
     from agentsum.dataset import prepare_all
     from agentsum.evaluate import evaluate_model, write_results
     from agentsum.language import text_processor
     from agentsum.rouge import format_rouge
 
-    model, vocab, config, _ = load_model(args.checkpoint)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else default_checkpoint()
+    model, vocab, config, _ = load_model(checkpoint)
     docs = prepare_all(_load_examples(args, config.data), config.data)
     search_config = _search_config(args, config)
     predictions, scores = evaluate_model(model, vocab, docs, search_config, text_processor(config.data),
                                          args.batch_size, _progress(len(docs), "decoding"))
-    out = Path(args.out) if args.out else Path(args.checkpoint).parent.parent / f"eval-{Path(args.data).stem}"
+    default_out = (checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / f"eval-{Path(args.data).stem}"
+    out = Path(args.out) if args.out else default_out
     write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)
     print(format_rouge(scores))
     print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
@@ -221,7 +236,19 @@ def cmd_lead3(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3}
+def cmd_export(args) -> int:
+    import torch
+
+    from agentsum.checkpoint import export_inference
+
+    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype))
+    size = Path(args.out).stat().st_size
+    print(f"wrote {args.out} ({size / 2**20:.1f} MiB, {args.dtype} weights, no optimizer state)")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
+            "export": cmd_export}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ Data flows one way: text -> sentences of tokens -> agent chunks -> ``Batch``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,23 +25,39 @@ class Document:
     agents:    A token lists (the article split among the agents, truncated).
     summary:   target tokens, truncated to ``max_summary_tokens`` (empty when unknown).
     reference: the whole tokenized reference, one sentence per line (for ROUGE).
+    article:   the article as written, kept only for inference (``keep_text=True``): output is
+               cased from it and the web page shows it.
     """
 
     id: str
     agents: list[list[str]]
     summary: list[str]
     reference: str
+    article: str = ""
 
     @property
     def num_tokens(self) -> int:
         return sum(len(a) for a in self.agents) + len(self.summary)
 
 
+def shown_agents(doc: Document, cfg: DataConfig) -> list[list[str]]:
+    """The document's agent tokens as written in its article (original casing), aligned one to one
+    with ``doc.agents``: tokenization and the agent split depend on token lengths only, which
+    lower-casing keeps. Needs ``doc.article`` (``keep_text=True``); without it, ``doc.agents``."""
+    if not doc.article or not cfg.lowercase:
+        return [list(a) for a in doc.agents]
+    cased = prepare(Example(doc.id, doc.article, "", ""), dataclasses.replace(cfg, lowercase=False))
+    if [len(a) for a in cased.agents] != [len(a) for a in doc.agents]:  # never seen; keep alignment safe
+        return [list(a) for a in doc.agents]
+    return cased.agents
+
+
 def agent_budget(cfg: DataConfig) -> int:
     return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
 
 
-def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = None) -> Document:
+def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = None,
+            keep_text: bool = False) -> Document:
     """Tokenize an example and split its truncated article among ``cfg.agents`` agents."""
     language = language or text_processor(cfg)
     summary = language.summary_sentences(example.summary) if example.summary else []
@@ -48,13 +65,15 @@ def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = 
     agents = split_among_agents(language.article_sentences(example.article), cfg.agents, agent_budget(cfg),
                                 cfg.max_article_tokens)
     return Document(id=example.id, agents=agents, summary=flat[: cfg.max_summary_tokens],
-                    reference=language.join_sentences(summary))
+                    reference=language.join_sentences(summary), article=example.article if keep_text else "")
 
 
-def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: bool = True) -> list[Document]:
-    """Preprocess every example; documents whose article has no tokens are dropped (nothing to encode)."""
+def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: bool = True,
+                keep_text: bool = False) -> list[Document]:
+    """Preprocess every example; documents whose article has no tokens are dropped (nothing to encode).
+    ``keep_text`` keeps each article as written (for readable output; not needed to train)."""
     language = text_processor(cfg)
-    docs = [prepare(ex, cfg, language) for ex in examples]
+    docs = [prepare(ex, cfg, language, keep_text) for ex in examples]
     return [d for d in docs if any(d.agents)] if drop_empty else docs
 
 

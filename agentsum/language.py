@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentsum import chinese, text
+from agentsum import chinese, readable, text
 from agentsum.rouge import rouge_for_language
 
 LANGUAGES = ("en", "zh")
@@ -62,6 +62,23 @@ class TextProcessor:
     def display(self, tokens: Sequence[str]) -> str:
         """Generated tokens as one line of text."""
         return chinese.join_tokens(tokens, self.zh_tokenizer) if self.is_chinese else " ".join(tokens)
+
+    def readable(self, tokens: Sequence[str], article: str) -> list[str]:
+        """Generated tokens as a person reads them, one string per sentence: English is cased
+        from ``article`` and detokenized (:mod:`agentsum.readable`); Chinese is joined as text."""
+        words = self.display_words(tokens, article)
+        if self.is_chinese:
+            return [self.join_sentences([s]) for s in words]
+        return [readable.detokenize(s) for s in words]
+
+    def display_words(self, tokens: Sequence[str], article: str) -> list[list[str]]:
+        """The generated tokens split into sentences, each token in the form it is shown in
+        (English: cased from ``article``, sentence starts capitalized; Chinese: unchanged)."""
+        sentences = self.split_generated(tokens)
+        if self.is_chinese:
+            return [list(s) for s in sentences]
+        casing = readable.Casing.from_text(article, self.dialogue) if self.lowercase else readable.Casing()
+        return readable.display_words(sentences, casing)
 
     def rouge(self, predictions: Sequence[str], references: Sequence[str], per_document: bool = False):
         return rouge_for_language(predictions, references, self.language, self.zh_rouge_unit, per_document)

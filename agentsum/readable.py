@@ -121,10 +121,24 @@ def capitalize_first(sentence: str) -> str:
     return sentence
 
 
+def display_words(sentences: Sequence[Sequence[str]], casing: Casing | None = None) -> list[list[str]]:
+    """Generated sentences -> the same tokens as they are shown: cased, each sentence's first
+    word capitalized. Aligned one to one with the input (the web page colours token by token)."""
+    casing = casing or Casing()
+    shown: list[list[str]] = []
+    for sentence in sentences:
+        words = [casing(t) for t in sentence]
+        for i, word in enumerate(words):
+            if any(ch.isalnum() for ch in word):
+                words[i] = capitalize_first(word)
+                break
+        shown.append(words)
+    return shown
+
+
 def readable_sentences(sentences: Sequence[Sequence[str]], casing: Casing | None = None) -> list[str]:
     """Generated sentences (lower-cased tokens) -> cased, detokenized sentences, each capitalized."""
-    casing = casing or Casing()
-    return [capitalize_first(detokenize([casing(t) for t in sentence])) for sentence in sentences if sentence]
+    return [detokenize(words) for words in display_words(sentences, casing) if words]
 
 
 def readable(tokens: Sequence[str], source: str | None = None, dialogue: bool = False) -> str:

@@ -63,7 +63,7 @@ from agentsum.checkpoint import load_model
 from agentsum.serve_options import add_arguments as _add_arguments
 from agentsum.serve_options import add_parser  # noqa: F401 - part of this module's API
 from agentsum.corpus import Example
-from agentsum.dataset import Document, prepare_all, to_batch
+from agentsum.dataset import Document, prepare_all, shown_agents, to_batch
 from agentsum.language import text_processor
 from agentsum.search import SearchConfig, search, to_words
 from agentsum.vocab import BOS_ID, PAD_ID
@@ -149,14 +149,18 @@ class SentenceAttention(BaseModel):
 class AttentionPayload(BaseModel):
     agents: int
     source_tokens: list[list[str]] = Field(description="the (preprocessed, truncated) source tokens of every agent")
+    source_words: list[list[str]] = Field(description="the same tokens as written in the text (original casing)")
     per_token: list[TokenAttention] = Field(description="one entry per output token, aligned with tokens")
     sentences: list[SentenceAttention]
 
 
 class Summary(BaseModel):
-    summary: str = Field(description="the summary, one sentence per line")
-    sentences: list[str]
-    tokens: list[str]
+    summary: str = Field(description="the summary as text, one sentence per line: cased from the article and "
+                                     "detokenized (English)")
+    sentences: list[str] = Field(description="the summary's sentences as text")
+    tokens: list[str] = Field(description="the model's output tokens (lower-cased, as ROUGE scores them)")
+    words: list[str] = Field(description="tokens as shown: cased from the article, sentence starts capitalized; "
+                                         "aligned with tokens")
     attention: AttentionPayload | None = None
 
 
@@ -221,7 +225,7 @@ class Summarizer:
 
     def prepare(self, texts: Sequence[str]) -> list[Document]:
         examples = [Example(id=str(i), article=t, summary="", origin=f"request[{i}]") for i, t in enumerate(texts)]
-        return prepare_all(examples, self.config.data, drop_empty=False)
+        return prepare_all(examples, self.config.data, drop_empty=False, keep_text=True)
 
     def search_config(self, req: SummarizeRequest) -> SearchConfig:
         changes = {k: v for k, v in (("beam_size", req.beam_size), ("max_length", req.max_length),
@@ -244,21 +248,24 @@ class Summarizer:
         batch = to_batch(docs, self.vocab, with_targets=False)
         hyps = search(self.model, batch, config)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, self.vocab, unk_replace=config.unk_replace)
-        payloads = self.attention(batch, hyps.tokens) if attention else [None] * len(docs)
+        payloads = self.attention(batch, hyps.tokens, docs) if attention else [None] * len(docs)
         results = []
-        for tokens, payload in zip(words, payloads):
+        for doc, tokens, payload in zip(docs, words, payloads):
             sentences = self.language.split_generated(tokens)
             if payload is not None:
                 payload["sentences"] = _sentence_attention(payload, sentences)
+            shown = self.language.display_words(tokens, doc.article)
+            readable = self.language.readable(tokens, doc.article)
             results.append({
-                "summary": self.language.join_sentences(sentences),  # one sentence per line
-                "sentences": [self.language.join_sentences([s]) for s in sentences],
+                "summary": "\n".join(readable),  # one sentence per line
+                "sentences": readable,
                 "tokens": tokens,
+                "words": [w for sentence in shown for w in sentence],
                 "attention": payload,
             })
         return results
 
-    def attention(self, batch, token_ids: list[list[int]], k: int = TOP_K) -> list[dict]:
+    def attention(self, batch, token_ids: list[list[int]], docs: Sequence[Document], k: int = TOP_K) -> list[dict]:
         """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run)."""
         B, A, S = batch.src_ids.shape
         T = max(1, max(len(t) for t in token_ids))
@@ -284,7 +291,8 @@ class Summarizer:
                         continue  # padding (zero weight)
                     entries.append({"agent": a, "index": i, "word": source[a][i], "weight": round(w, WEIGHT_DIGITS)})
                 per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
-            payloads.append({"agents": A, "source_tokens": [list(x) for x in source], "per_token": per_token})
+            payloads.append({"agents": A, "source_tokens": [list(x) for x in source], "per_token": per_token,
+                             "source_words": shown_agents(docs[b], self.config.data)})
         return payloads
 
 
@@ -809,7 +817,9 @@ def run(args) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(levelname)s: %(message)s")
     threads = getattr(args, "serve_threads", None) or getattr(args, "threads", None)
-    app = create_app(args.checkpoint, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
+    from agentsum.checkpoint import default_checkpoint
+
+    app = create_app(args.checkpoint or default_checkpoint(), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                      batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads)
     log.info("web page and API on http://%s:%d/ (schema: /openapi.json)", args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

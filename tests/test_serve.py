@@ -52,7 +52,12 @@ def test_summarize_one_text(client):
     assert len(s["tokens"]) >= 6
     assert s["attention"] is None
     assert s["summary"] == "\n".join(s["sentences"])
-    assert " ".join(s["sentences"]).split() == s["tokens"]
+    assert len(s["words"]) == len(s["tokens"])
+    assert [w.lower() for w in s["words"]] == s["tokens"]  # the same tokens, cased for display
+    assert s["sentences"][0][0] == s["sentences"][0][0].upper()  # sentences start with a capital or digit
+    from agentsum.readable import detokenize
+
+    assert " ".join(s["sentences"]) == detokenize(s["words"])
 
 
 def test_summarize_list_keeps_order_and_equals_single_requests(client):
@@ -81,6 +86,8 @@ def test_attention_payload(client):
         attn = s["attention"]
         A = attn["agents"]
         assert A == 3 and len(attn["source_tokens"]) == A
+        # the source as written: the same tokens in their original casing, agent by agent
+        assert [[w.lower() for w in agent] for agent in attn["source_words"]] == attn["source_tokens"]
         assert len(attn["per_token"]) == len(s["tokens"]) >= 8
         for step in attn["per_token"]:
             assert len(step["agent"]) == A

@@ -187,7 +187,8 @@
     legend.replaceChildren();
     source.replaceChildren();
     state.sourceSpans = [];
-    attn.source_tokens.forEach((tokens, a) => {
+    // The words as written in the text (source_words); source_tokens are the model's lower-cased ones.
+    (attn.source_words || attn.source_tokens).forEach((tokens, a) => {
       const item = el("li");
       item.style.setProperty("--agent-color", colour(a));
       item.append(el("span", "dot"), document.createTextNode(`Agent ${a + 1}`));
@@ -229,7 +230,8 @@
     spans.forEach((sent, k) => {
       const block = el("div", "sentence");
       const p = el("p", "sentence-text");
-      appendTokens(p, result.tokens.slice(sent.start, sent.end), (tok, i) => {
+      const shown = result.words || result.tokens;  // cased from the article, aligned with tokens
+      appendTokens(p, shown.slice(sent.start, sent.end), (tok, i) => {
         const j = sent.start + i;
         const s = el("span", "tok", tok);
         s.tabIndex = 0;
@@ -296,7 +298,7 @@
       span.style.setProperty("--hl", rgba(colour(e.agent), 0.2 + 0.6 * (e.weight / maxW)));
     });
     if (first) scrollIntoSource(first);
-    describe(state.result.tokens[j], step);
+    describe((state.result.words || state.result.tokens)[j], step);
   }
 
   function scrollIntoSource(span) {
@@ -318,7 +320,8 @@
     step.source.forEach((e) => {
       const chip = el("span", "chip");
       chip.style.setProperty("--agent-color", colour(e.agent));
-      chip.append(el("span", "dot"), document.createTextNode(`${e.word} · ${(e.weight * 100).toFixed(1)}%`));
+      const written = ((state.result.attention.source_words || [])[e.agent] || [])[e.index] || e.word;
+      chip.append(el("span", "dot"), document.createTextNode(`${written} · ${(e.weight * 100).toFixed(1)}%`));
       chip.title = `agent ${e.agent + 1}, token ${e.index + 1}`;
       chips.appendChild(chip);
     });

@@ -1,0 +1,66 @@
+"""Inference-only export, the shipped default model and readable ``summarize`` output."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentsum import checkpoint as ckpt
+from agentsum.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
+from agentsum.cli import main
+
+
+def test_export_keeps_weights_in_16_bits_without_training_state(tiny_run, tmp_path):
+    out = tmp_path / "model.pt"
+    metadata = export_inference(tiny_run["checkpoint"], out)
+    state = read_checkpoint(out)
+    assert set(state) >= {"model", "config", "vocab", "step"}
+    assert not {"optimizer", "rng", "scheduler"} & set(state)
+    assert {v.dtype for v in state["model"].values() if v.is_floating_point()} == {torch.float16}
+    assert metadata["exported"]["dtype"] == "float16"
+    full, _, _, _ = load_model(tiny_run["checkpoint"])
+    slim, _, _, _ = load_model(out)
+    for (name, a), (_, b) in zip(full.state_dict().items(), slim.state_dict().items()):
+        assert b.dtype == a.dtype == torch.float32
+        torch.testing.assert_close(b, a.half().float(), msg=name)
+    assert out.stat().st_size < Path(tiny_run["checkpoint"]).stat().st_size / 4
+
+
+def test_summarize_without_checkpoint_uses_the_shipped_model(tiny_run, tmp_path, monkeypatch, capsys):
+    shipped = tmp_path / "pkg" / "shipped.pt"
+    shipped.parent.mkdir()
+    export_inference(tiny_run["checkpoint"], shipped)
+    monkeypatch.setattr(ckpt, "default_checkpoint", lambda: shipped)
+    article = tmp_path / "a.txt"
+    article.write_text("The Fox saw a cat near the Tower. The owl met a dog near the river.", encoding="utf-8")
+    assert main(["summarize", str(article), "--beam", "2", "--min-length", "6"]) == 0
+    readable = capsys.readouterr().out.strip()
+    assert main(["summarize", "--checkpoint", str(shipped), "--raw", str(article), "--beam", "2",
+                 "--min-length", "6"]) == 0
+    raw = capsys.readouterr().out.strip()
+    assert raw == raw.lower() and " ." in raw + " ."  # model tokens, space-separated
+    first_letter = next(ch for ch in readable if ch.isalpha())
+    assert readable != raw and first_letter.isupper()
+    # same words: casing and spacing are all that change
+    from agentsum.readable import detokenize
+    assert readable.lower().replace(" ", "") == detokenize(raw.split()).lower().replace(" ", "")
+    if "fox" in raw.split():
+        assert "Fox" in readable  # cased as in the article ("Fox" mid-sentence)
+
+
+def test_missing_shipped_model_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(ckpt, "DEFAULT_MODEL", "pretrained/not-there.pt")
+    with pytest.raises(CheckpointError, match="no model is shipped"):
+        ckpt.default_checkpoint()
+    article = tmp_path / "a.txt"
+    article.write_text("Some text.", encoding="utf-8")
+    assert main(["summarize", str(article)]) == 2
+    assert "pass --checkpoint" in capsys.readouterr().err
+
+
+def test_export_command(tiny_run, tmp_path, capsys):
+    out = tmp_path / "e.pt"
+    assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out), "--dtype", "bfloat16"]) == 0
+    assert "MiB" in capsys.readouterr().out
+    assert read_checkpoint(out)["exported"]["dtype"] == "bfloat16"
