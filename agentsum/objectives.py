@@ -53,30 +53,38 @@ def semantic_cohesion(states: torch.Tensor, targets: torch.Tensor, mask: torch.T
 
 
 class MLE:
-    """Eq (17), plus lambda * eq (18) when ``sem_weight`` > 0 (eq 19, MLE+SEM)."""
+    """Eq (17), plus lambda * eq (18) when ``sem_weight`` > 0 (eq 19, MLE+SEM), plus
+    ``coverage_weight`` * the coverage loss of See et al. (2017, eq 13) when the model has coverage."""
 
     selection = "valid_nll"
 
-    def __init__(self, sem_weight: float = 0.0, end_ids: list[int] | None = None):
+    def __init__(self, sem_weight: float = 0.0, end_ids: list[int] | None = None, coverage_weight: float = 0.0):
         if sem_weight and not end_ids:
             raise ValueError("the semantic cohesion loss needs the ids of sentence delimiters")
         self.sem_weight = sem_weight
+        self.coverage_weight = coverage_weight
         self.end_ids = end_ids or []
 
     def terms(self, model, batch: Batch, enc=None) -> tuple[torch.Tensor, torch.Tensor, dict]:
-        """(nll_sum, sem_sum, stats): the batch sums of eq (17) and eq (18)."""
+        """(nll_sum, extra_sum, stats): the batch sum of eq (17), and the weighted batch sums of
+        eq (18) and the coverage loss (``sem_weight * sem_sum + coverage_weight * coverage_sum``)."""
         out = model(batch, enc)
         target = unwrap(model).target_ids(batch.tgt_out)
         # only the real target positions: padding never reaches the output layer
         nll_sum = -out.dist.at(batch.tgt_mask).log_prob(target[batch.tgt_mask]).sum()
         sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
                    if self.sem_weight else nll_sum.new_zeros(()))
+        coverage_loss = getattr(out, "coverage_loss", None)  # (B, T) with model.coverage, else None
+        cov_sum = coverage_loss[batch.tgt_mask].sum() if coverage_loss is not None else nll_sum.new_zeros(())
         tokens = int(batch.tgt_mask.sum())
-        return nll_sum, sem_sum, {"nll_sum": nll_sum.item(), "sem_sum": sem_sum.item(), "tokens": tokens}
+        stats = {"nll_sum": nll_sum.item(), "sem_sum": sem_sum.item(), "tokens": tokens}
+        if coverage_loss is not None:
+            stats["coverage"] = cov_sum.item() / max(tokens, 1)
+        return nll_sum, self.sem_weight * sem_sum + self.coverage_weight * cov_sum, stats
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
-        nll_sum, sem_sum, stats = self.terms(model, batch)
-        loss = (nll_sum + self.sem_weight * sem_sum) / max(stats["tokens"], 1)
+        nll_sum, extra_sum, stats = self.terms(model, batch)
+        loss = (nll_sum + extra_sum) / max(stats["tokens"], 1)
         stats.update(loss=loss.item(), nll=stats["nll_sum"] / max(stats["tokens"], 1))
         return loss, stats
 
@@ -145,13 +153,14 @@ class SelfCritical:
     selection = "valid_rougeL"
 
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
-                 intermediate: bool = True, reward: str = "rougeL", max_length: int = 100):
+                 intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
+                 coverage_weight: float = 0.0):
         self.gamma = gamma
         self.intermediate = intermediate
         self.reward = reward
         self.max_length = max_length
         self.end_ids = end_ids
-        self.mle = MLE(sem_weight, end_ids)
+        self.mle = MLE(sem_weight, end_ids, coverage_weight)
 
     def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """(B, L) per-token advantages of the sampled sequences and reward statistics."""
@@ -183,8 +192,8 @@ class SelfCritical:
         rl = self.rl_sum(model, batch, sample, adv, enc) / tokens
         loss = self.gamma * rl
         if self.gamma < 1:
-            nll_sum, sem_sum, mle_stats = self.mle.terms(model, batch, enc)
-            mle = (nll_sum + self.mle.sem_weight * sem_sum) / tokens
+            nll_sum, extra_sum, mle_stats = self.mle.terms(model, batch, enc)
+            mle = (nll_sum + extra_sum) / tokens
             loss = loss + (1 - self.gamma) * mle
             stats.update(nll=mle_stats["nll_sum"] / tokens, sem_sum=mle_stats["sem_sum"])
         stats.update(loss=loss.item(), rl=rl.item(), tokens=tokens,
@@ -236,10 +245,11 @@ def build_objective(train_config, vocab: Vocabulary):
     name = train_config.objective
     ends = sentence_end_ids(vocab)
     sem = train_config.sem_weight if name.endswith("+sem") else 0.0
+    cov = train_config.coverage_weight  # applies only to models built with coverage
     if name in ("mle", "mle+sem"):
-        return MLE(sem, ends)
+        return MLE(sem, ends, cov)
     if name in ("rl", "mixed", "mixed+sem"):
         gamma = 1.0 if name == "rl" else train_config.gamma
         return SelfCritical(ends, gamma=gamma, sem_weight=sem, intermediate=train_config.intermediate_rewards,
-                            reward=train_config.reward, max_length=train_config.rl_max_length)
+                            reward=train_config.reward, max_length=train_config.rl_max_length, coverage_weight=cov)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")

@@ -24,6 +24,9 @@ SUMMARIES = [["the", "dog", "zorp", "sat", "."], ["quux", "saw", "a", "cat", "."
 
 CONFIGS = [dict(pointer=p, contextual_agent_attention=caa, communication=comm)
            for p, caa, comm in itertools.product(("none", "single", "multi"), (False, True), (False, True))]
+# See et al. (2017) coverage on the single-agent pointer and on the full m6 architecture
+CONFIGS += [dict(pointer="single", coverage=True),
+            dict(pointer="multi", contextual_agent_attention=True, communication=True, coverage=True)]
 
 
 def tiny_model(seed=0, **kw) -> DCA:

@@ -52,6 +52,9 @@ class DCAConfig:
     pointer: str = "multi"  # none | single | multi
     contextual_agent_attention: bool = False  # caa, eq (13)
     dropout: float = 0.0
+    # See et al. (2017) coverage: each agent's past word attention enters eq (8) (and, through the
+    # objective, the coverage loss); off in the paper's presets
+    coverage: bool = False
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
@@ -89,15 +92,18 @@ class EncoderOutput:
 
 @dataclass
 class DecoderState:
-    """hidden, cell: (1, N, H) LSTM state; context: (N, H) c*_{t-1} (for caa)."""
+    """hidden, cell: (1, N, H) LSTM state; context: (N, H) c*_{t-1} (for caa); coverage: (N, A, S)
+    the sum of every agent's past word attention (with ``coverage``; None without)."""
 
     hidden: torch.Tensor
     cell: torch.Tensor
     context: torch.Tensor
+    coverage: torch.Tensor | None = None
 
     def select(self, index: torch.Tensor) -> "DecoderState":
         return DecoderState(self.hidden.index_select(1, index), self.cell.index_select(1, index),
-                            self.context.index_select(0, index))
+                            self.context.index_select(0, index),
+                            None if self.coverage is None else self.coverage.index_select(0, index))
 
 
 @dataclass
@@ -115,11 +121,14 @@ class DecoderOutput:
     dist:      CopyDistribution over (B, T, V_ext).
     attention: Attention with word (B, T, A, S) and agent (B, T, A).
     states:    (B, T, H) decoder states s_t (used by the semantic cohesion loss, eq 18).
+    coverage_loss: (B, T) sum_i min(l^t_{a,i}, cov^t_{a,i}) averaged over the agents holding
+               text (See et al., 2017, eq 12-13), or None without ``coverage``.
     """
 
     dist: CopyDistribution
     attention: Attention
     states: torch.Tensor
+    coverage_loss: torch.Tensor | None = None
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -198,6 +207,8 @@ class DCA(nn.Module):
         # Decoder (section 2.2).
         self.decoder = nn.LSTM(E, H, batch_first=True)
         self.w5 = nn.Linear(H, H, bias=False)  # eq (8)
+        if config.coverage:
+            self.w_cov = nn.Linear(1, H, bias=False)  # w_c of See et al. (2017), eq (11)
         self.w6 = nn.Linear(H, H, bias=True)  # eq (8), bias is b1
         self.v2 = nn.Linear(H, 1, bias=False)
         self.w7 = nn.Linear(H, H, bias=False)  # eq (10)
@@ -251,21 +262,31 @@ class DCA(nn.Module):
     # ----------------------------------------------------------------------------------- decoder
     def init_state(self, enc: EncoderOutput) -> DecoderState:
         h0 = enc.init_hidden.unsqueeze(0).contiguous()  # (1, B, H)
-        return DecoderState(hidden=h0, cell=torch.zeros_like(h0), context=torch.zeros_like(enc.init_hidden))
+        coverage = enc.mask.new_zeros(enc.mask.shape, dtype=enc.states.dtype) if self.config.coverage else None
+        return DecoderState(hidden=h0, cell=torch.zeros_like(h0), context=torch.zeros_like(enc.init_hidden),
+                            coverage=coverage)
 
-    def _attend(self, enc: EncoderOutput, s: torch.Tensor, y: torch.Tensor, prev_context: torch.Tensor | None):
+    def _attend(self, enc: EncoderOutput, s: torch.Tensor, y: torch.Tensor, prev_context: torch.Tensor | None,
+                coverage: torch.Tensor | None = None):
         """Eq (8)-(16) for decoder states s: (B, T, H) and inputs y: (B, T, E).
 
         prev_context: (B, 1, H) c*_{t-1} for a single step, or None in teacher forcing, where it is
         c* shifted by one step (c*_t does not depend on c*_{t-1}, so all steps run at once).
+        coverage: (B, A, S) before this step (with ``coverage``; None in teacher forcing = zeros).
+        Returns the distribution, the attention, c*_t, the coverage after the last step and the
+        per-step coverage loss (both None without ``coverage``).
         """
         B, T, H = s.shape
         _, A, S, _ = enc.states.shape
         # eq (8): l^t_a = softmax_i(v2^T tanh(W5 h_{a,i} + W6 s_t + b1))
         # (blockwise on CPU: agentsum.models.additive never builds the (B, T, A*S, H) tanh tensor)
-        scores = additive_scores(enc.keys.reshape(B, A * S, H), self.w6(s), self.v2.weight.view(H))
-        scores = scores.view(B, T, A, S)
-        word_attn = masked_softmax(scores, enc.mask.unsqueeze(1))
+        cov_loss = None
+        if self.config.coverage:
+            word_attn, coverage, cov_loss = self._covered_word_attention(enc, self.w6(s), coverage)
+        else:
+            scores = additive_scores(enc.keys.reshape(B, A * S, H), self.w6(s), self.v2.weight.view(H))
+            scores = scores.view(B, T, A, S)
+            word_attn = masked_softmax(scores, enc.mask.unsqueeze(1))
         # eq (9): c^t_a = sum_i l^t_{a,i} h_{a,i}
         context = torch.einsum("btas,bash->btah", word_attn, enc.states)  # (B, T, A, H)
         # eq (10): g^t = softmax_a(v3^T tanh(W7 c^t_a + W8 s_t + b2))
@@ -300,7 +321,38 @@ class DCA(nn.Module):
             copy_weight = ((1 - p).view(B, T, 1, 1) * agent_attn.unsqueeze(-1) * word_attn).reshape(B, T, A * S)
         dist = CopyDistribution(None, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext,
                                 features=hidden, output_layer=self.out_vocab)
-        return dist, Attention(word_attn, agent_attn), agent_context
+        return dist, Attention(word_attn, agent_attn), agent_context, coverage, cov_loss
+
+    def _covered_word_attention(self, enc: EncoderOutput, query: torch.Tensor, coverage: torch.Tensor | None):
+        """Eq (8) with coverage (See et al., 2017, eq 11), step by step, since the coverage of step
+        t sums the attention of steps < t:
+
+            l^t_a = softmax_i(v2^T tanh(W5 h_{a,i} + W6 s_t + w_c cov^t_{a,i} + b1)),
+            cov^{t+1}_{a,i} = cov^t_{a,i} + l^t_{a,i}.
+
+        Choice for several agents: one coverage vector per agent over its own word attention (each
+        l^t_a sums to 1, so each agent keeps its own account of what it has offered), and the
+        coverage loss sum_i min(l^t_{a,i}, cov^t_{a,i}) averaged over the agents holding text, so its
+        scale is the single-agent one whatever M is. query: (B, T, H) W6 s_t.
+        Returns word attention (B, T, A, S), coverage after the last step and loss (B, T).
+        """
+        B, T, H = query.shape
+        mask = enc.mask  # (B, A, S)
+        _, A, S = mask.shape
+        keys = enc.keys.reshape(B, A * S, H)
+        cov = coverage if coverage is not None else mask.new_zeros(mask.shape, dtype=query.dtype)
+        w_cov = self.w_cov.weight.view(1, 1, H)
+        v = self.v2.weight.view(H)
+        agents = mask.any(-1).sum(-1).clamp_min(1).to(cov.dtype)  # (B,)
+        attention, losses = [], []
+        for t in range(T):
+            covered_keys = keys + cov.reshape(B, A * S, 1).to(keys.dtype) * w_cov.to(keys.dtype)
+            scores = additive_scores(covered_keys, query[:, t : t + 1], v).view(B, A, S)
+            attn = masked_softmax(scores, mask)
+            losses.append(torch.minimum(attn, cov).sum((1, 2)) / agents)
+            cov = cov + attn
+            attention.append(attn)
+        return torch.stack(attention, 1), cov, torch.stack(losses, 1)
 
     def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:
         """Embed decoder inputs; extended (copied OOV) ids are read as UNK."""
@@ -315,8 +367,8 @@ class DCA(nn.Module):
         y = self.input_embedding(batch.tgt_in)  # (B, T, E)
         # The decoder LSTM reads only the previous words, so all T steps run in one call.
         s, _ = self.decoder(y, (state.hidden, state.cell))  # (B, T, H)
-        dist, attention, _ = self._attend(enc, s, y, None)
-        return DecoderOutput(dist, attention, s)
+        dist, attention, _, _, coverage_loss = self._attend(enc, s, y, None)
+        return DecoderOutput(dist, attention, s, coverage_loss)
 
     def step(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One decoding step. input_ids: (N,) previous words (extended ids).
@@ -332,8 +384,8 @@ class DCA(nn.Module):
         (N, 1, ...) and the decoder state s_t (N, H): everything :meth:`step` condenses."""
         y = self.input_embedding(input_ids).unsqueeze(1)  # (N, 1, E)
         s, (hidden, cell) = self.decoder(y, (state.hidden, state.cell))  # (N, 1, H)
-        dist, attention, context = self._attend(enc, s, y, state.context.unsqueeze(1))
-        return dist, DecoderState(hidden, cell, context.squeeze(1)), attention, s.squeeze(1)
+        dist, attention, context, coverage, _ = self._attend(enc, s, y, state.context.unsqueeze(1), state.coverage)
+        return dist, DecoderState(hidden, cell, context.squeeze(1), coverage), attention, s.squeeze(1)
 
     def target_ids(self, tgt_out: torch.Tensor) -> torch.Tensor:
         """Without a pointer a copied word cannot be produced: its target becomes UNK."""

@@ -92,6 +92,8 @@ class TransformerPGConfig:
     pointer: bool = True
     copy_heads: str = "mean"  # mean | first
     share_embeddings: bool = True
+    # coverage loss (See et al., 2017, eq 12-13) on the copy attention alpha; see forward()
+    coverage: bool = False
 
     def __post_init__(self):
         if self.d_model % self.heads:
@@ -413,7 +415,16 @@ class TransformerPG(nn.Module):
             raise ValueError("forward needs a batch with targets; use encode/step to decode")
         enc = self.encode(batch) if enc is None else enc
         dist, attention, s, _ = self._decode(enc, self.init_state(enc), batch.tgt_in)
-        return DecoderOutput(dist, attention, s)
+        coverage_loss = None
+        if self.config.coverage:
+            # See et al. (2017) eq (12)-(13) on the copy attention: cov_t = sum_{t' < t} alpha_t',
+            # loss_t = sum_j min(alpha_{t,j}, cov_{t,j}). Choice: the loss only; coverage is not fed
+            # into the attention scores (their eq 11), since that would make step t's attention wait
+            # for steps < t and serialize the parallel decoder of teacher forcing.
+            alpha = (attention.word * attention.agent.unsqueeze(-1)).flatten(-2)  # (B, T, L)
+            past = torch.cumsum(alpha, dim=1) - alpha
+            coverage_loss = torch.minimum(alpha, past).sum(-1)  # (B, T)
+        return DecoderOutput(dist, attention, s, coverage_loss)
 
     def step(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One decoding step. input_ids: (N,) previous words (extended ids).

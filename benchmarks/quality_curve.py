@@ -1,0 +1,145 @@
+"""Validation ROUGE against training minutes for several runs, in one table and one plot.
+
+Every ``checkpoints/step-*.pt`` (and ``best.pt``) of each run directory is decoded on held-out
+documents with the run's own search settings (or ``--beam``/``--min-length``/``--max-length``) and
+scored with rouge-score (stemmed ROUGE-1/2, rougeLsum), beside Lead-3 on the same documents. The
+minute of a checkpoint is the run's wall-clock training time at its step, read from the run's
+``metrics.jsonl`` (the clock ``train.max_minutes`` stops on), so runs of different speed compare at
+equal time. Results are appended to ``OUT/curve.jsonl``, one record per (run, checkpoint, data,
+search); a checkpoint already there is not decoded again, so the script can follow runs that are
+still training.
+
+    python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 \
+        --data ../shared/data/samsum/valid.jsonl --docs 300 --out benchmarks/results/samsum
+
+writes ``OUT/curve.jsonl``, ``OUT/curve.png`` (ROUGE-1 and ROUGE-2 against minutes) and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from agentsum.checkpoint import load_model, read_checkpoint
+from agentsum.corpus import load_examples
+from agentsum.dataset import prepare_all
+from agentsum.evaluate import evaluate_model
+from agentsum.language import text_processor
+
+
+def training_minutes(run_dir: Path) -> dict[int, float]:
+    """Step -> wall-clock minutes since the run started, from its metrics.jsonl (resumed runs:
+    the gap between sessions is not counted)."""
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    minutes, elapsed, last_time = {}, 0.0, None
+    for r in records:
+        if last_time is None:
+            elapsed = r.get("seconds", 0.0)
+        elif r["time"] - last_time < 600:  # longer gaps are a restart, not training
+            elapsed += r["time"] - last_time
+        else:
+            elapsed += r.get("seconds", 0.0)
+        last_time = r["time"]
+        minutes[r["step"]] = elapsed / 60
+    return minutes
+
+
+def minute_at(minutes: dict[int, float], step: int) -> float:
+    known = [s for s in minutes if s <= step]
+    return minutes[max(known)] if known else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run directories (RUN_DIR of agentsum train)")
+    p.add_argument("--data", required=True, help="held-out JSONL (validation)")
+    p.add_argument("--docs", type=int, default=None, help="first N documents (default: all)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--beam", type=int), p.add_argument("--min-length", type=int), p.add_argument("--max-length", type=int)
+    p.add_argument("--only", choices=("best", "steps", "all"), default="all", help="which checkpoints to decode")
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log_path = args.out / "curve.jsonl"
+    done = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+    data_key = f"{args.data}[:{args.docs}]"
+
+    records = list(done)
+    for run_dir in args.runs:
+        minutes = training_minutes(run_dir)
+        names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only != "best" else []
+        if args.only != "steps" and (run_dir / "checkpoints" / "best.pt").exists():
+            names.append(run_dir / "checkpoints" / "best.pt")
+        for path in names:
+            meta = read_checkpoint(path, mmap=True)
+            step = int(meta["step"])
+            model, vocab, config, _ = load_model(path)
+            search = dataclasses.replace(config.search, **{k: v for k, v in (
+                ("beam_size", args.beam), ("min_length", args.min_length), ("max_length", args.max_length))
+                if v is not None})
+            key = dict(run=run_dir.name, checkpoint=path.name, step=step, data=data_key,
+                       beam=search.beam_size, min_length=search.min_length, max_length=search.max_length)
+            if any(all(r.get(k) == v for k, v in key.items()) for r in done):
+                continue
+            examples = load_examples(args.data, end=args.docs)
+            docs = prepare_all(examples, config.data)
+            started = time.perf_counter()
+            _, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
+            record = {**key, "minutes": round(minute_at(minutes, step), 2),
+                      "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
+                      "decode_s": round(time.perf_counter() - started, 1)}
+            records.append(record)
+            with log_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"{record['run']:<16} {path.name:<22} step {step:>6} {record['minutes']:6.1f} min  "
+                  f"R-1 {record['rouge1']:.2f}  R-2 {record['rouge2']:.2f}  R-Lsum {record['rougeLsum']:.2f}",
+                  flush=True)
+
+    # Lead-3 on the same documents, with the first run's preprocessing
+    first = read_checkpoint(args.runs[0] / "checkpoints" / "last.pt", mmap=True)
+    from agentsum.config import Config
+
+    language = text_processor(Config.from_dict(first["config"]).data)
+    examples = load_examples(args.data, end=args.docs)
+    lead = language.rouge([language.lead(e.article) for e in examples],
+                          [language.join_sentences(language.summary_sentences(e.summary)) for e in examples])
+    print(f"Lead-3 on {data_key}: R-1 {lead['rouge1']:.2f}  R-2 {lead['rouge2']:.2f}  R-Lsum {lead['rougeLsum']:.2f}")
+    plot(records, data_key, lead, args.out / "curve.png")
+    return 0
+
+
+def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, metric, label in ((axes[0], "rouge1", "ROUGE-1 F1"), (axes[1], "rouge2", "ROUGE-2 F1")):
+        runs = sorted({r["run"] for r in records if r["data"] == data_key})
+        for run in runs:
+            points = sorted((r["minutes"], r[metric]) for r in records
+                            if r["run"] == run and r["data"] == data_key and r["checkpoint"].startswith("step-"))
+            if points:
+                ax.plot(*zip(*points), marker="o", label=run)
+        ax.axhline(lead[metric], color="grey", linestyle="--", label="Lead-3")
+        ax.set_xlabel("training minutes (wall clock)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"Validation ROUGE against training time ({data_key})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
