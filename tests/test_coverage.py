@@ -109,3 +109,22 @@ def test_transformer_coverage_loss_on_the_copy_attention():
     assert plain(batch).coverage_loss is None
     loss, stats = MLE(coverage_weight=1.0)(model, batch)
     assert stats["coverage"] == pytest.approx(out.coverage_loss[batch.tgt_mask].sum().item() / stats["tokens"])
+
+
+def test_coverage_phase_starts_from_a_model_trained_without_it(tiny_run, tmp_path):
+    """See et al. (2017) add coverage for a last, short phase: --init-from a model without w_c."""
+    from agentsum.checkpoint import CheckpointError, read_checkpoint
+    from agentsum.config import load_config
+    from agentsum.train import Trainer
+
+    base = read_checkpoint(tiny_run["checkpoint"])
+    overrides = [f"data.train={tiny_run['train']}", f"data.valid={tiny_run['test']}", "train.max_steps=2",
+                 f"train.run_dir={tmp_path / 'cov'}", "model.coverage=true"]
+    Trainer(load_config("tiny", overrides), init_from=str(tiny_run["checkpoint"])).run()
+    state = read_checkpoint(tmp_path / "cov" / "checkpoints" / "last.pt")
+    assert "w_cov.weight" in state["model"]
+    torch.testing.assert_close(state["model"]["embedding.weight"].shape, base["model"]["embedding.weight"].shape)
+    # any other mismatch is still an error
+    with pytest.raises(CheckpointError, match="do not fit"):
+        Trainer(load_config("tiny", overrides[:-1] + ["model.contextual_layers=0", f"train.run_dir={tmp_path / 'x'}"]),
+                init_from=str(tiny_run["checkpoint"]))
