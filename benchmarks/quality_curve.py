@@ -2,7 +2,9 @@
 
 Every ``checkpoints/step-*.pt`` (and ``best.pt``) of each run directory is decoded on held-out
 documents with the run's own search settings (or ``--beam``/``--min-length``/``--max-length``) and
-scored with rouge-score (stemmed ROUGE-1/2, rougeLsum), beside Lead-3 on the same documents. The
+scored with rouge-score (stemmed ROUGE-1/2, rougeLsum), beside Lead-3 on the same documents, with
+the share of summaries that repeat a content word within three tokens (``doubled``: "emma and
+emma"). The
 minute of a checkpoint is the run's wall-clock training time at its step, read from the run's
 ``metrics.jsonl`` (the clock ``train.max_minutes`` stops on), so runs of different speed compare at
 equal time. Results are appended to ``OUT/curve.jsonl``, one record per (run, checkpoint, data,
@@ -31,6 +33,23 @@ from agentsum.corpus import load_examples
 from agentsum.dataset import prepare_all
 from agentsum.evaluate import evaluate_model
 from agentsum.language import text_processor
+
+
+#: Words whose repetition within a few tokens is ordinary English ("the cat and the dog").
+_COMMON = frozenset("the a an and or of to in on at for with is are was were be will he she they it his her their "
+                    "i you we me him them that this there not".split())
+
+
+def doubled_rate(predictions: list[str], window: int = 3) -> float:
+    """Percent of summaries where a content word comes back within ``window`` tokens:
+    ``emma and emma are going ...``, the doubled names of an attention that returns to one word."""
+    doubled = 0
+    for text in predictions:
+        tokens = text.split()
+        if any(t.isalpha() and t not in _COMMON and t in tokens[i + 1 : i + 1 + window]
+               for i, t in enumerate(tokens)):
+            doubled += 1
+    return 100.0 * doubled / max(len(predictions), 1)
 
 
 def training_minutes(run_dir: Path) -> dict[int, float]:
@@ -92,15 +111,16 @@ def main(argv: list[str] | None = None) -> int:
             examples = load_examples(args.data, end=args.docs)
             docs = prepare_all(examples, config.data)
             started = time.perf_counter()
-            _, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
+            predictions, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
             record = {**key, "minutes": round(minute_at(minutes, step), 2),
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
-                      "decode_s": round(time.perf_counter() - started, 1)}
+                      "doubled": round(doubled_rate(predictions), 2), "decode_s": round(time.perf_counter() - started, 1)}
             records.append(record)
             with log_path.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             print(f"{record['run']:<16} {path.name:<22} step {step:>6} {record['minutes']:6.1f} min  "
-                  f"R-1 {record['rouge1']:.2f}  R-2 {record['rouge2']:.2f}  R-Lsum {record['rougeLsum']:.2f}",
+                  f"R-1 {record['rouge1']:.2f}  R-2 {record['rouge2']:.2f}  R-Lsum {record['rougeLsum']:.2f}  "
+                  f"doubled {record['doubled']:.1f}%",
                   flush=True)
 
     # Lead-3 on the same documents, with the first run's preprocessing

@@ -167,3 +167,12 @@ def test_dialogue_preset_splits_agents_along_utterances():
     doc = prepare(Example("d", "\n".join(lines), "A summary.", "x"), config.data)
     assert [len(a) for a in doc.agents] == [20, 20, 20]
     assert all(agent[0].startswith("speaker") for agent in doc.agents)
+
+
+def test_cnn_update_marker_is_removed_from_highlights():
+    from agentsum.text import summary_sentences
+
+    assert summary_sentences("NEW: Bush says he is saddened .\nTwo die in the crash") == [
+        ["bush", "says", "he", "is", "saddened", "."], ["two", "die", "in", "the", "crash", "."]]
+    assert summary_sentences("The NEW: label stays inside a sentence")[0][:3] == ["the", "new", ":"]
+    assert summary_sentences("new: lower case is text")[0][:2] == ["new", ":"]
