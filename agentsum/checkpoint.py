@@ -10,7 +10,9 @@ shipped inside the package, which :func:`default_checkpoint` finds.
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
+import zipfile
 from importlib import resources
 from pathlib import Path
 
@@ -41,12 +43,43 @@ def save_checkpoint(state: dict, path: str | Path) -> None:
         raise
 
 
-def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
-    """The checkpoint dict. With ``mmap`` the tensors are mapped from the file and read only when
-    used (inference never touches the optimizer state)."""
-    path = Path(path)
+#: The layout of the checkpoint dict this version writes and reads; a file with a larger number was
+#: written by a newer agentsum. Checkpoints without the key are format 1.
+CHECKPOINT_FORMAT = 1
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
+_PICKLE_MAGIC = b"\x80"  # the legacy torch.save format starts with a pickle protocol marker
+
+
+def _check_file(path: Path) -> None:
+    """Named errors for what is not a checkpoint file, before torch reads it (torch's own messages
+    would advise ``weights_only=False``, which must never be followed for a file from elsewhere)."""
+    if path.is_dir():
+        for candidate in (path / "best.pt", path / "checkpoints" / "best.pt"):
+            if candidate.is_file():
+                raise CheckpointError(f"{path} is a directory, not a checkpoint file; did you mean {candidate}?")
+        raise CheckpointError(f"{path} is a directory, not a checkpoint file (a run keeps its checkpoints in "
+                              "RUN_DIR/checkpoints/best.pt and last.pt)")
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} not found")
+    with path.open("rb") as f:
+        head = f.read(4)
+    if not head:
+        raise CheckpointError(f"{path} is empty (0 bytes), not an agentsum checkpoint")
+    if head == _ZIP_MAGIC:
+        if not zipfile.is_zipfile(path):
+            raise CheckpointError(f"{path} is truncated or damaged: a PyTorch file whose end is missing "
+                                  "(was it copied or written completely?)")
+    elif not head.startswith(_PICKLE_MAGIC):
+        raise CheckpointError(f"{path} is not an agentsum checkpoint: not a PyTorch file "
+                              "(checkpoints are written by `agentsum train` or `agentsum export`)")
+
+
+def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
+    """The checkpoint dict. With ``mmap`` the tensors are mapped from the file and read only when
+    used (inference never touches the optimizer state). Every failure is a :class:`CheckpointError`
+    naming the file and what is wrong with it."""
+    path = Path(path)
+    _check_file(path)
     try:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
@@ -55,11 +88,18 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
                 raise
             # a legacy (non-zip) torch file cannot be mapped: read it whole
             state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated file, foreign format, pickled objects
-        raise CheckpointError(f"{path} is not a readable agentsum checkpoint: {type(e).__name__}: {e}") from None
+    except pickle.UnpicklingError:  # weights_only refused a Python object
+        raise CheckpointError(f"{path} is not an agentsum checkpoint: it holds Python objects other than "
+                              "tensors and plain values, which agentsum never loads") from None
+    except Exception as e:  # damaged inside, or a foreign format
+        raise CheckpointError(f"{path} is truncated or damaged: PyTorch cannot read it ({type(e).__name__})") from None
     missing = {"model", "config", "vocab"} - set(state) if isinstance(state, dict) else {"model", "config", "vocab"}
     if missing:
         raise CheckpointError(f"{path} is not an agentsum checkpoint (missing {sorted(missing)})")
+    version = state.get("format", 1)
+    if not isinstance(version, int) or version > CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} was written by a newer agentsum (checkpoint format {version}; this version "
+                              f"reads format {CHECKPOINT_FORMAT} and older): upgrade agentsum to read it")
     return state
 
 
@@ -89,7 +129,7 @@ def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype 
     metadata = {k: v for k, v in state.items() if k not in TRAINING_STATE}
     metadata["exported"] = {"from": Path(source).name, "dtype": str(dtype).removeprefix("torch."),
                             **(provenance or {})}
-    save_checkpoint({"model": weights, **metadata}, target)
+    save_checkpoint({"model": weights, **metadata, "format": CHECKPOINT_FORMAT}, target)
     return metadata
 
 

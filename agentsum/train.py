@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from agentsum.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.config import Config, DataSource
 from agentsum.corpus import ReadStats, load_examples
 from agentsum import distributed
@@ -231,6 +231,7 @@ class Trainer:
             "step": self.step,
             "selection": {"metric": self.selection, "best": self.best},
             "rng": _rng_state(),
+            "format": CHECKPOINT_FORMAT,
         }
 
     def validate_and_save(self) -> None:

@@ -313,9 +313,9 @@ def test_unknown_override_key_is_named(files, tmp_path):
 
 
 @pytest.mark.parametrize("name,needles", [
-    pytest.param("truncated.pt", ["truncated.pt", "not a readable agentsum checkpoint"], id="truncated.pt"),
-    pytest.param("text.pt", ["text.pt", "not a readable agentsum checkpoint"], id="text.pt"),
-    pytest.param("empty.pt", ["empty.pt", "not a readable agentsum checkpoint"], id="empty.pt"),
+    pytest.param("truncated.pt", ["truncated.pt", "is truncated or damaged"], id="truncated.pt"),
+    pytest.param("text.pt", ["text.pt", "not an agentsum checkpoint: not a PyTorch file"], id="text.pt"),
+    pytest.param("empty.pt", ["empty.pt", "is empty (0 bytes)"], id="empty.pt"),
     pytest.param("missing.pt", ["missing.pt", "not found"], id="missing.pt"),
     pytest.param("no_vocab.pt", ["no_vocab.pt", "missing ['vocab']"], id="no_vocab.pt"),
     pytest.param("vocab_tail_dropped.pt", ["vocab_tail_dropped.pt", "do not match"], id="vocab_tail_dropped"),

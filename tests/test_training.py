@@ -91,7 +91,7 @@ def test_checkpoint_holds_everything_and_resume_continues_exactly(tmp_path):
 def test_unreadable_checkpoints_give_clear_errors(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="not a readable agentsum checkpoint"):
+    with pytest.raises(CheckpointError, match="not an agentsum checkpoint: not a PyTorch file"):
         load_model(bad)
     torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="missing"):
