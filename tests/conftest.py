@@ -45,3 +45,15 @@ def tiny_run(tmp_path_factory) -> dict:
                                   "train.max_steps=30", "train.valid_every=10"])
     Trainer(config).run()
     return {"checkpoint": run_dir / "checkpoints" / "best.pt", "run_dir": run_dir, "train": train, "test": test}
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end of the run, not only in the skip list, that the web page went untested."""
+    from test_web import BROWSER_SKIP
+
+    reasons = {str(report.longrepr[-1]) for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and BROWSER_SKIP in str(report.longrepr[-1])}
+    if reasons:
+        terminalreporter.write_sep("!", "NOT TESTED", yellow=True, bold=True)
+        for reason in sorted(reasons):
+            terminalreporter.write_line(reason.removeprefix("Skipped: "), yellow=True)

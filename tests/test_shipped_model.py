@@ -1,0 +1,69 @@
+"""The English model shipped inside the package: it loads, and it summarizes dialogues it has never
+seen better than Lead-3 (the first three utterances)."""
+
+from pathlib import Path
+
+import pytest
+
+from agentsum.checkpoint import default_checkpoint, load_model, read_checkpoint
+from agentsum.corpus import load_examples
+from agentsum.dataset import prepare_all
+from agentsum.evaluate import evaluate_model, summarize_documents
+from agentsum.language import text_processor
+
+CHATS = Path(__file__).parent / "data" / "chats.jsonl"  # written for this test, not from any corpus
+SAMSUM_VALID = Path(__file__).parents[2] / "shared" / "data" / "samsum" / "valid.jsonl"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_model(default_checkpoint())
+
+
+def rouge_against_lead3(shipped, path, start=None, end=None):
+    model, vocab, config, _ = shipped
+    examples = load_examples(str(path), start=start, end=end)
+    docs = prepare_all(examples, config.data)
+    language = text_processor(config.data)
+    _, scores = evaluate_model(model, vocab, docs, config.search, language)
+    lead = language.rouge([language.lead(e.article) for e in examples], [d.reference for d in docs])
+    return scores, lead
+
+
+def test_shipped_model_is_a_small_16_bit_inference_file():
+    path = default_checkpoint()
+    assert path.stat().st_size <= 20 * 2**20
+    state = read_checkpoint(path)
+    assert "optimizer" not in state and "rng" not in state
+    assert {str(v.dtype) for v in state["model"].values() if v.is_floating_point()} == {"torch.float16"}
+    assert state["config"]["data"]["dialogue"] is True
+
+
+def test_shipped_model_beats_lead3_on_chats_it_never_saw(shipped):
+    scores, lead = rouge_against_lead3(shipped, CHATS)
+    assert scores["rouge1"] > lead["rouge1"] + 5, (scores, lead)
+    assert scores["rouge2"] > lead["rouge2"], (scores, lead)
+
+
+@pytest.mark.skipif(not SAMSUM_VALID.exists(), reason=f"{SAMSUM_VALID} not here")
+def test_shipped_model_beats_lead3_on_samsum_validation_dialogues(shipped):
+    scores, lead = rouge_against_lead3(shipped, SAMSUM_VALID, 700, 760)
+    assert scores["rouge1"] > lead["rouge1"] + 4, (scores, lead)
+    assert scores["rouge2"] > lead["rouge2"] + 2, (scores, lead)
+
+
+def test_shipped_model_output_reads_as_text(shipped):
+    model, vocab, config, _ = shipped
+    examples = load_examples(str(CHATS))
+    docs = prepare_all(examples, config.data, keep_text=True)
+    language = text_processor(config.data)
+    summaries = summarize_documents(model, vocab, docs, config.search)
+    texts = [" ".join(language.readable(tokens, doc.article)) for tokens, doc in zip(summaries, docs)]
+    speakers = {line.split(":")[0] for e in examples for line in e.article.splitlines()}
+    for text in texts:
+        assert text[0].isupper() and text.rstrip()[-1] in ".!?", text
+        assert " ." not in text and " 's" not in text and " n't" not in text, text
+        for word in text.replace(".", " ").replace(",", " ").replace("'s", " ").split():
+            if word.lower() in {s.lower() for s in speakers}:
+                assert word[0].isupper(), (word, text)  # names as names
+    assert sum(any(s in text for s in speakers) for text in texts) >= len(texts) // 2  # summaries name people
