@@ -70,6 +70,17 @@ class TrainingMonitor:
             remaining = min(remaining, self.deadline - time.perf_counter())
         return remaining
 
+    def position(self, step: int) -> tuple[str, str]:
+        """Where the run is against the bound that will stop it: (``step 40/200000``, ``elapsed 0:01:10``)
+        when the step limit comes first, (``step 40``, ``elapsed 0:01:10/0:05:00``) when the minutes cap does."""
+        now = time.perf_counter()
+        elapsed = format_duration(now - self.started)
+        if self.deadline is not None:
+            per_step = (now - self.started) / max(step - self.start_step, 1)
+            if (self.max_steps - step) * per_step >= self.deadline - now:
+                return f"step {step}", f"elapsed {elapsed}/{format_duration(self.deadline - self.started)}"
+        return f"step {step}/{self.max_steps}", f"elapsed {elapsed}"
+
     def step(self, step: int, stats: dict, tokens: int, grad_norm: float, lr: float) -> None:
         w = self._window
         w["loss"] += stats["loss"]
@@ -90,8 +101,8 @@ class TrainingMonitor:
         if self.progress is not None:
             self.progress.update(self.task, status=shown)
         else:
-            log(f"step {step}/{self.max_steps}  {shown}  grad {grad_norm:.2f}  "
-                f"elapsed {format_duration(time.perf_counter() - self.started)}  eta {format_duration(self.eta(step))}")
+            where, elapsed = self.position(step)
+            log(f"{where}  {shown}  grad {grad_norm:.2f}  {elapsed}  eta {format_duration(self.eta(step))}")
         self.record(step, loss=loss, tokens_per_s=rate, tokens=w["tokens"], seconds=seconds, steps=w["steps"],
                     grad_norm=grad_norm, lr=lr, **rewards)
         self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}

@@ -29,3 +29,23 @@ def test_monitor_logs_every_n_steps_to_metrics_and_tensorboard(tmp_path, capsys,
 def test_format_duration():
     assert format_duration(3725.9) == "1:02:05"
     assert format_duration(-3) == "0:00:00"
+
+
+def test_progress_shows_the_bound_that_stops_the_run(tmp_path, monkeypatch):
+    import agentsum.monitor as monitor_module
+
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    clock = [1000.0]
+    monkeypatch.setattr(monitor_module.time, "perf_counter", lambda: clock[0])
+    capped = TrainingMonitor(tmp_path / "a", max_steps=200_000, start_step=0, log_every=10, live=False,
+                             deadline=1000.0 + 300, tensorboard=False)
+    clock[0] += 30  # 10 steps in 30 s: 200,000 steps would take days, the 5-minute cap comes first
+    assert capped.position(10) == ("step 10", "elapsed 0:00:30/0:05:00")
+    by_steps = TrainingMonitor(tmp_path / "b", max_steps=20, start_step=0, log_every=10, live=False,
+                               deadline=clock[0] + 3600, tensorboard=False)
+    clock[0] += 30  # 10 of 20 steps in 30 s: the step limit comes long before the hour
+    assert by_steps.position(10) == ("step 10/20", "elapsed 0:00:30")
+    uncapped = TrainingMonitor(tmp_path / "c", max_steps=20, start_step=0, log_every=10, live=False,
+                               tensorboard=False)
+    assert uncapped.position(5)[0] == "step 5/20"
