@@ -1,0 +1,7 @@
+"""``python -m agentsum``: the ``agentsum`` command."""
+
+import sys
+
+from agentsum.cli import main
+
+sys.exit(main())
