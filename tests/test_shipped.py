@@ -64,3 +64,23 @@ def test_export_command(tiny_run, tmp_path, capsys):
     assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out), "--dtype", "bfloat16"]) == 0
     assert "MiB" in capsys.readouterr().out
     assert read_checkpoint(out)["exported"]["dtype"] == "bfloat16"
+
+
+def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch):
+    from agentsum import Summarizer
+    from agentsum.corpus import DataError
+
+    summarizer = Summarizer(tiny_run["checkpoint"])
+    text = "The Fox saw a cat near the Tower. The owl met a dog near the river."
+    one = summarizer(text, beam_size=2, min_length=6)
+    assert isinstance(one, str) and next(ch for ch in one if ch.isalpha()).isupper()
+    many = summarizer([text, "The dog met a hen near the park."], beam_size=2, min_length=6)
+    assert isinstance(many, list) and len(many) == 2 and many[0] == one
+    raw = summarizer(text, beam_size=2, min_length=6, raw=True)
+    assert raw == raw.lower() and raw.lower().replace(" ", "") != "" and len(raw.split()) >= 6
+    with pytest.raises(DataError, match=r"texts\[1\]: no words"):
+        summarizer(["A text.", "   "])
+    shipped = tmp_path / "shipped.pt"
+    export_inference(tiny_run["checkpoint"], shipped)
+    monkeypatch.setattr("agentsum.summarizer.default_checkpoint", lambda: shipped)
+    assert Summarizer().checkpoint == shipped
