@@ -167,7 +167,7 @@ def _progress(total: int, label: str):
 def cmd_summarize(args) -> int:
     from agentsum.checkpoint import default_checkpoint, load_model
     from agentsum.corpus import DataError, Example, load_examples, read_text_file
-    from agentsum.dataset import prepare_all
+    from agentsum.dataset import NO_WORDS, has_words, prepare_all
     from agentsum.evaluate import summarize_documents
     from agentsum.language import text_processor
 
@@ -178,9 +178,9 @@ def cmd_summarize(args) -> int:
         examples = [Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)]
     docs = prepare_all(examples, config.data, drop_empty=False)
     for example, d in zip(examples, docs):
-        if not any(d.agents):
+        if not has_words(d):
             where = "<stdin>" if example.origin == "-" else example.origin
-            raise DataError(f"{where}: the article has no words to summarize")
+            raise DataError(f"{where}: {NO_WORDS}")
     language = text_processor(config.data)
     search_config = _search_config(args, config)
     started = time.perf_counter()

@@ -40,6 +40,16 @@ class Document:
         return sum(len(a) for a in self.agents) + len(self.summary)
 
 
+#: What the CLI, the HTTP API and the Python API say about a text with nothing to summarize.
+NO_WORDS = "no words to summarize (the text holds only punctuation, symbols or whitespace)"
+
+
+def has_words(doc: Document) -> bool:
+    """True when some token holds a letter or a digit (any script): punctuation and symbols alone
+    are nothing to summarize, and a model asked to would only emit punctuation."""
+    return any(any(ch.isalnum() for ch in token) for agent in doc.agents for token in agent)
+
+
 def shown_agents(doc: Document, cfg: DataConfig) -> list[list[str]]:
     """The document's agent tokens as written in its article (original casing), aligned one to one
     with ``doc.agents``: tokenization and the agent split depend on token lengths only, which

@@ -63,7 +63,7 @@ from agentsum.checkpoint import load_model
 from agentsum.serve_options import add_arguments as _add_arguments
 from agentsum.serve_options import add_parser  # noqa: F401 - part of this module's API
 from agentsum.corpus import Example
-from agentsum.dataset import Document, prepare_all, shown_agents, to_batch
+from agentsum.dataset import NO_WORDS, Document, has_words, prepare_all, shown_agents, to_batch
 from agentsum.language import text_processor
 from agentsum.search import SearchConfig, search, to_words
 from agentsum.vocab import BOS_ID, PAD_ID
@@ -717,11 +717,10 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
         config = summarizer.search_config(req)
         with batcher.expect(config, len(texts)) as ticket:
             docs = await run_in_threadpool(summarizer.prepare, texts)
-            empty = [i for i, d in enumerate(docs) if not any(d.agents)]
+            empty = [i for i, d in enumerate(docs) if not has_words(d)]
             if empty:
                 names = ", ".join("text" if req.text is not None else f"texts[{i}]" for i in empty)
-                raise RequestError(422, f"{names}: no words to summarize after preprocessing "
-                                        f"(the text holds only symbols the tokenizer drops)")
+                raise RequestError(422, f"{names}: {NO_WORDS}")
             try:
                 results = await batcher.submit(docs, config, req.attention, ticket)
             except Busy as e:

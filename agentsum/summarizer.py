@@ -23,7 +23,7 @@ import torch
 
 from agentsum.checkpoint import default_checkpoint, load_model
 from agentsum.corpus import DataError, Example
-from agentsum.dataset import prepare_all
+from agentsum.dataset import NO_WORDS, has_words, prepare_all
 from agentsum.evaluate import summarize_documents
 from agentsum.language import text_processor
 
@@ -48,9 +48,9 @@ class Summarizer:
             raise TypeError("texts must be a string or a sequence of strings")
         examples = [Example(id=str(i), article=t, summary="", origin=f"texts[{i}]") for i, t in enumerate(items)]
         docs = prepare_all(examples, self.config.data, drop_empty=False, keep_text=True)
-        empty = [e.origin for e, d in zip(examples, docs) if not any(d.agents)]
+        empty = [e.origin for e, d in zip(examples, docs) if not has_words(d)]
         if empty:
-            raise DataError(f"{', '.join(empty)}: no words to summarize")
+            raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
         search = dataclasses.replace(self.config.search, **{k: v for k, v in (
             ("beam_size", beam_size), ("min_length", min_length), ("max_length", max_length)) if v is not None})
         tokens = summarize_documents(self.model, self.vocab, docs, search, batch_size)

@@ -183,7 +183,16 @@ def test_summarize_invalid_utf8_names_file_and_line(files, source):
         assert_clean_error(rc, err, "<stdin>:2", "invalid UTF-8")
 
 
-@pytest.mark.parametrize("name", ["punctuation.txt", "mixed_scripts.txt", "control.txt"])
+def test_cli_and_api_refuse_a_text_with_no_words_with_one_message(files, api):
+    from agentsum.dataset import NO_WORDS
+
+    rc, out, err = run_cli(["summarize", "--checkpoint", files["checkpoint"], files["punctuation.txt"]])
+    assert_clean_error(rc, err, f"punctuation.txt: {NO_WORDS}")
+    r = api.post("/v1/summarize", json={"text": PUNCTUATION})
+    assert r.status_code == 422 and r.json()["error"] == f"text: {NO_WORDS}", r.text
+
+
+@pytest.mark.parametrize("name", ["mixed_scripts.txt", "control.txt"])
 def test_summarize_odd_text_gives_a_summary(files, name):
     rc, out, err = run_cli(["summarize", "--checkpoint", files["checkpoint"], files[name],
                             "--beam", "2", "--max-length", "12"])
@@ -389,10 +398,10 @@ def test_api_bad_texts_never_5xx(api, name, attention):
     r = _post_raw(api, body)
     assert time.perf_counter() - started < 30
     _assert_answered(r)
-    if name in ("empty", "whitespace", "control_only", "zero_width", "only_lone_surrogates"):
+    if name in ("empty", "whitespace", "control_only", "zero_width", "only_lone_surrogates", "punctuation"):
         assert r.status_code == 422, r.text
         assert "text" in r.json()["error"]
-    if name in ("one_megabyte", "punctuation", "mixed_scripts", "control", "lone_surrogates"):
+    if name in ("one_megabyte", "mixed_scripts", "control", "lone_surrogates"):
         assert r.status_code == 200, r.text
 
 
@@ -401,7 +410,9 @@ def test_api_bad_texts_in_one_list_name_the_bad_index(api):
     r = api.post("/v1/summarize", json={"texts": texts})
     assert r.status_code == 422 and "texts[2]" in r.json()["error"], r.text
     r = api.post("/v1/summarize", json={"texts": texts[:2] + [API_TEXTS["punctuation"]], "attention": True})
-    assert r.status_code == 200 and len(r.json()["summaries"]) == 3, r.text
+    assert r.status_code == 422 and r.json()["error"].startswith("texts[2]: no words to summarize"), r.text
+    r = api.post("/v1/summarize", json={"texts": texts[:2], "attention": True})
+    assert r.status_code == 200 and len(r.json()["summaries"]) == 2, r.text
 
 
 @pytest.mark.parametrize("body", [
