@@ -8,7 +8,8 @@ this module turns the second into the first, for ``summarize``, the HTTP API and
   frequent written form in the source, counted where the casing is informative. A word seen only
   at the start of a sentence (``Tomorrow we go``) says nothing about its casing and stays lower
   case, except a dialogue's speaker names (``Amanda: ...``), which are names wherever they stand.
-  ``i`` is always ``I``. A word the source does not have (generated from the vocabulary) stays
+  ``i`` is always ``I``; English function words (``and``, ``the``, ``will`` ...) are always lower
+  case, since chats capitalize them at random. A word the source does not have (generated from the vocabulary) stays
   lower case.
 * **Detokenization** (:func:`detokenize`) undoes the tokenizer's splits: no space before
   punctuation and clitics (``ca n't`` -> ``can't``, as PTB splits it, ``amanda 's`` -> ``amanda's``), none inside
@@ -28,6 +29,16 @@ from agentsum import text
 #: Tokens written without a space before them.
 _NO_SPACE_BEFORE = frozenset({".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'ve",
                               "'ll", "'d", "'m"})
+#: English function words: always written lower case mid-sentence, whatever a chat's casing
+#: ("And then..." after an emoticon, "OR" shouted): a source casing is trusted for content words only.
+FUNCTION_WORDS = frozenset("""
+a an the and or but nor so yet if then than because as of at by for from in into on onto to with without
+about above after before below between during over under up down out off through since until upon via
+is are was were be been being am do does did done have has had having will would shall should can could
+may might must not no yes he she it they we you me him her them us my your his its our their mine yours
+this that these those there here who whom whose which what when where why how all any some each every
+both either neither one other another such very too also just only even still again ever never
+""".split())
 #: After these tokens the next word starts a sentence (or an utterance, after "Speaker:").
 _STARTS_AFTER = frozenset({".", "!", "?", ":", "..."})
 #: Tokens written without a space after them.
@@ -81,6 +92,8 @@ class Casing:
     def __call__(self, token: str) -> str:
         if token == "i":
             return "I"
+        if token in FUNCTION_WORDS:
+            return token
         return self.forms.get(token, token)
 
 

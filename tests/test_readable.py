@@ -50,3 +50,8 @@ def test_capitalize_first_skips_opening_punctuation_and_leaves_digits():
     assert capitalize_first('"hello" she said') == '"Hello" she said'
     assert capitalize_first("5 people came") == "5 people came"
     assert capitalize_first("") == ""
+
+
+def test_function_words_stay_lower_case_whatever_the_chat_wrote():
+    casing = Casing.from_text("Suzie: ok :) And then WE go\nOlga: yes And THE Cinema is great", dialogue=True)
+    assert [casing(t) for t in ("and", "we", "the", "cinema", "suzie")] == ["and", "we", "the", "Cinema", "Suzie"]
