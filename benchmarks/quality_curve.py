@@ -81,8 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=int, default=None, help="first N documents (default: all)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--beam", type=int), p.add_argument("--min-length", type=int), p.add_argument("--max-length", type=int)
-    p.add_argument("--only", choices=("best", "steps", "all"), default="all", help="which checkpoints to decode")
+    p.add_argument("--only", choices=("best", "last", "steps", "all"), default="all",
+                   help="which checkpoints to decode: best.pt, last.pt, the step-*.pt, or all of them")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--offset", action="append", default=[], metavar="RUN=MINUTES",
+                   help="minutes a run had trained before it started (a run --init-from another), e.g. "
+                        "samsum-m1-cov=80")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -91,12 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     done = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
     data_key = f"{args.data}[:{args.docs}]"
 
+    offsets = {name: float(value) for name, value in (o.split("=", 1) for o in args.offset)}
     records = list(done)
     for run_dir in args.runs:
-        minutes = training_minutes(run_dir)
-        names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only != "best" else []
-        if args.only != "steps" and (run_dir / "checkpoints" / "best.pt").exists():
-            names.append(run_dir / "checkpoints" / "best.pt")
+        minutes = {step: m + offsets.get(run_dir.name, 0.0) for step, m in training_minutes(run_dir).items()}
+        names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only in ("steps", "all") else []
+        for name in ("best", "last"):
+            if args.only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
+                names.append(run_dir / "checkpoints" / f"{name}.pt")
         for path in names:
             meta = read_checkpoint(path, mmap=True)
             step = int(meta["step"])

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The SAMSum study at equal CPU time (docs/model_card.md, benchmarks/results/samsum/):
+#   1. samsum-m1 (single-agent pointer-generator) and samsum-m6 (3-agent DCA), 80 minutes each,
+#      one thread each, side by side on a 2-core machine;
+#   2. 25 more minutes for m1 two ways: training on as before, or See et al.'s coverage phase
+#      (model.coverage=true from the 80-minute m1, coverage loss weight 1);
+#   3. validation ROUGE of every checkpoint against training minutes (quality_curve.py) and Lead-3.
+# About 2 h 20 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .venv/bin/activate
+VALID=${VALID:-../shared/data/samsum/valid.jsonl}
+OUT=benchmarks/results/samsum
+mkdir -p runs "$OUT"
+
+agentsum train --config samsum-m1 > runs/samsum-m1.log 2>&1 &
+agentsum train --config samsum-m6 > runs/samsum-m6.log 2>&1 &
+wait
+
+agentsum train --config samsum-m1 --resume runs/samsum-m1/checkpoints/last.pt \
+  --set train.max_minutes=25 > runs/samsum-m1-more.log 2>&1 &
+agentsum train --config samsum-m1 --init-from runs/samsum-m1/checkpoints/last.pt --run-dir runs/samsum-m1-cov \
+  --set model.coverage=true --set train.max_minutes=25 > runs/samsum-m1-cov.log 2>&1 &
+wait
+
+# every checkpoint on the first 200 validation dialogues (the curve; both processes append to one
+# curve.jsonl), the plot of all three, then the last checkpoints on all 814 and Lead-3
+python benchmarks/quality_curve.py runs/samsum-m1 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+python benchmarks/quality_curve.py runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 --data "$VALID" \
+  --docs 200 --only steps --out "$OUT" --threads 1 &
+wait
+python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
+  --data "$VALID" --docs 200 --only steps --out "$OUT"
+python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
+  --data "$VALID" --only last --out "$OUT" --threads 2
+agentsum lead3 --config samsum-m1 --data "$VALID" --out "$OUT/lead3"
