@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the file to write")
     p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16",
                    help="weight precision (default float16)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="search.KEY=VALUE",
+                   help="change a decoding default, e.g. --set search.min_length=15 (repeatable)")
     from agentsum import analyze, humaneval, plot, serve_options
 
     for module in (serve_options, plot, analyze, humaneval):
@@ -241,7 +243,15 @@ def cmd_export(args) -> int:
 
     from agentsum.checkpoint import export_inference
 
-    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype))
+    import yaml
+
+    search = {}
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("search."):
+            raise ConfigError(f"--set {item}: expected search.KEY=VALUE (only decoding defaults can change)")
+        search[key.removeprefix("search.")] = yaml.safe_load(value)
+    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), search=search)
     size = Path(args.out).stat().st_size
     print(f"wrote {args.out} ({size / 2**20:.1f} MiB, {args.dtype} weights, no optimizer state)")
     return 0

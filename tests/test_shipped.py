@@ -61,9 +61,18 @@ def test_missing_shipped_model_is_a_clear_error(monkeypatch, tmp_path, capsys):
 
 def test_export_command(tiny_run, tmp_path, capsys):
     out = tmp_path / "e.pt"
-    assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out), "--dtype", "bfloat16"]) == 0
+    assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out), "--dtype", "bfloat16",
+                 "--set", "search.min_length=7", "--set", "search.beam_size=3"]) == 0
     assert "MiB" in capsys.readouterr().out
-    assert read_checkpoint(out)["exported"]["dtype"] == "bfloat16"
+    state = read_checkpoint(out)
+    assert state["exported"]["dtype"] == "bfloat16"
+    assert state["config"]["search"]["min_length"] == 7 and state["config"]["search"]["beam_size"] == 3
+    assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out),
+                 "--set", "train.lr=1"]) == 2
+    assert "only decoding defaults" in capsys.readouterr().err
+    assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out),
+                 "--set", "search.beam=3"]) == 2
+    assert "unknown search setting" in capsys.readouterr().err
 
 
 def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch):
