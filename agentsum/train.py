@@ -44,6 +44,14 @@ def load_documents(source: DataSource, config: Config) -> list[Document]:
     return prepare_all(examples, d)
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU runs oneDNN's bfloat16 kernels (AVX512-BF16 or AMX)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def build_vocab(docs: list[Document], size: int) -> Vocabulary:
     return Vocabulary.build(([t for chunk in d.agents for t in chunk] + d.summary for d in docs), max_size=size)
 
@@ -128,6 +136,12 @@ class Trainer:
             raise ValueError(f"train.on_nonfinite must be skip or stop, got {t.on_nonfinite!r}")
         if t.precision not in ("fp32", "bf16"):
             raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
+        if self.autocast and self.ctx.device.type == "cpu" and config.model.get("type") == "dca" \
+                and not cpu_has_bf16():
+            # oneDNN's bf16 LSTM has no kernel without AVX512-BF16 / AMX: the first step would die
+            # with "could not create a primitive descriptor for the LSTM forward propagation primitive"
+            raise ValueError(f"train.precision=bf16 needs a CPU with AVX512-BF16 or AMX for DCA's LSTMs; this one "
+                             f"offers {torch.backends.cpu.get_cpu_capability()}: use train.precision=fp32")
         if t.pad_multiple is not None and (not isinstance(t.pad_multiple, int) or t.pad_multiple < 1):
             raise ValueError(f"train.pad_multiple must be a positive integer or null, got {t.pad_multiple!r}")
         self.pad_multiple = t.pad_multiple or (8 if self.autocast else 1)

@@ -187,8 +187,21 @@ def test_skip_bad_counts_and_reports_bad_lines(tmp_path, capsys):
     assert "skipped 1 bad line(s)" in captured.err and "mixed.jsonl:2" in captured.err
 
 
+def test_bf16_dca_on_a_cpu_without_bf16_kernels_is_a_clear_error(tmp_path, monkeypatch):
+    import agentsum.train as train_module
+
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
+    monkeypatch.setattr(train_module, "cpu_has_bf16", lambda: False)
+    with pytest.raises(ValueError, match="needs a CPU with AVX512-BF16 or AMX.*train.precision=fp32"):
+        Trainer(tiny_config(tmp_path, corpus, **{"train.precision": "bf16"}))
+
+
 @pytest.mark.parametrize("model", ["dca", "transformer_pg"])
 def test_bf16_autocast_trains_on_cpu_close_to_fp32(tmp_path, model):
+    from agentsum.train import cpu_has_bf16
+
+    if model == "dca" and not cpu_has_bf16():
+        pytest.skip("this CPU has no bf16 LSTM kernels (no AVX512-BF16 / AMX); the refusal is tested above")
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
     losses = {}
     for precision in ("fp32", "bf16"):
@@ -208,7 +221,10 @@ def test_bf16_autocast_trains_on_cpu_close_to_fp32(tmp_path, model):
     assert losses["bf16"][0] != losses["fp32"][0]  # autocast really ran in bf16
 
 
-def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_path):
+def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_path, monkeypatch):
+    import agentsum.train as train_module
+
+    monkeypatch.setattr(train_module, "cpu_has_bf16", lambda: True)  # batches only: no bf16 kernel runs
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
     for precision, setting, expected in (("fp32", "null", 1), ("bf16", "null", 8), ("fp32", 4, 4)):
         config = tiny_config(tmp_path / f"{precision}{setting}", corpus,
