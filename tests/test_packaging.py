@@ -10,7 +10,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_contains_presets_web_page_and_shipped_model(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+    import setuptools
+
+    # pyproject.toml's SPDX licence string needs setuptools >= 77; an older one here means pip
+    # builds in an isolated environment with a current setuptools instead
+    isolation = [] if int(setuptools.__version__.split(".")[0]) < 77 else ["--no-build-isolation"]
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q",
                            "-w", str(tmp_path), str(REPO)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("agentsum-*.whl")
