@@ -33,6 +33,10 @@ def _tensorboard_writer(directory: Path):
     return SummaryWriter(log_dir=str(directory))
 
 
+#: Per-step statistics logged as their mean over each logging window, beside the loss.
+WINDOW_MEANS = ("reward_sample", "reward_greedy", "rl", "nll")
+
+
 class TrainingMonitor:
     def __init__(self, run_dir: Path, *, max_steps: int, start_step: int, log_every: int,
                  deadline: float | None = None, tensorboard: bool = True, live: bool | None = None):
@@ -86,6 +90,10 @@ class TrainingMonitor:
         w["loss"] += stats["loss"]
         w["tokens"] += tokens
         w["steps"] += 1
+        for key in WINDOW_MEANS:
+            if key in stats:
+                w.setdefault("sums", {}).setdefault(key, 0.0)
+                w["sums"][key] += stats[key]
         if self.progress is not None:
             self.progress.update(self.task, completed=step, status=f"loss {stats['loss']:.3f}")
         if step % self.log_every:
@@ -93,7 +101,9 @@ class TrainingMonitor:
         seconds = time.perf_counter() - w["start"]
         rate = w["tokens"] / max(seconds, 1e-9)
         loss = w["loss"] / w["steps"]
-        rewards = {k: stats[k] for k in ("reward_sample", "reward_greedy", "rl", "nll") if k in stats}
+        # means over the window, like the loss (a single step's value would make a smoothed
+        # curve of them as noisy as the raw one)
+        rewards = {k: v / w["steps"] for k, v in w.get("sums", {}).items()}
         shown = f"loss {loss:.4f}"
         if "reward_sample" in rewards:
             shown += f"  reward {rewards['reward_sample']:.3f}/{rewards['reward_greedy']:.3f} (sample/greedy)"

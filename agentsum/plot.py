@@ -171,7 +171,9 @@ def _robust_ylim(ax, records, keys) -> None:
 
 def panel_loss(ax, records, weight) -> bool:
     drew = _raw_and_smooth(ax, records, "loss", "training loss", COLORS["train"], weight)
-    if any("nll" in r for r in records):
+    # plain MLE logs nll equal to the loss: a second curve only where RL, SEM or coverage add terms
+    if any("nll" in r and "loss" in r and abs(r["nll"] - r["loss"]) > 1e-4 * max(abs(r["loss"]), 1.0)
+           for r in records):
         drew |= _raw_and_smooth(ax, records, "nll", "training NLL (MLE part)", COLORS["nll"], weight)
     steps, values = series(records, "valid_nll")
     if steps and drew:

@@ -49,3 +49,13 @@ def test_progress_shows_the_bound_that_stops_the_run(tmp_path, monkeypatch):
     uncapped = TrainingMonitor(tmp_path / "c", max_steps=20, start_step=0, log_every=10, live=False,
                                tensorboard=False)
     assert uncapped.position(5)[0] == "step 5/20"
+
+
+def test_window_means_of_rewards_and_nll(tmp_path):
+    monitor = TrainingMonitor(tmp_path, max_steps=4, start_step=0, log_every=2, live=False, tensorboard=False)
+    for step, nll in zip(range(1, 5), (1.0, 3.0, 5.0, 9.0)):
+        monitor.step(step, {"loss": nll + 1, "nll": nll, "rl": 0.5 * step}, tokens=10, grad_norm=1.0, lr=1e-3)
+    monitor.close()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["nll"] for r in rows] == [2.0, 7.0]  # means of (1, 3) and (5, 9), not the last step's value
+    assert [r["rl"] for r in rows] == [0.75, 1.75]

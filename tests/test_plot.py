@@ -96,3 +96,23 @@ def test_command(tmp_path, capsys):
     args = parser.parse_args(["plot", str(tmp_path), "--out", str(tmp_path / "png")])
     assert run(args) == 0
     assert (tmp_path / "png" / "loss.png").is_file()
+
+
+def test_loss_panel_draws_the_nll_only_where_it_differs_from_the_loss():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentsum.plot import panel_loss
+
+    mle = [{"step": s, "time": float(s), "loss": 3.0 - s / 100, "nll": 3.0 - s / 100} for s in range(1, 40)]
+    mixed = [{**r, "loss": r["loss"] + 0.5, "rl": 0.1} for r in mle]
+    labels = {}
+    for name, records in (("mle", mle), ("mixed", mixed)):
+        fig, ax = plt.subplots()
+        assert panel_loss(ax, records, None)
+        labels[name] = ax.get_legend_handles_labels()[1]
+        plt.close(fig)
+    assert not any("NLL" in label for label in labels["mle"])
+    assert any("training NLL" in label for label in labels["mixed"])
