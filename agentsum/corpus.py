@@ -218,12 +218,7 @@ def read_json_array(
     path = Path(path)
     _require_file(path)
     with _open_binary(path) as handle:
-        data = handle.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{path}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
+        text = _decode_utf8(handle.read(), str(path))
     return _iter_json_array(path, text, (article_field, summary_field, id_field), skip_bad, require_summary,
                             stats if stats is not None else ReadStats())
 
@@ -231,7 +226,13 @@ def read_json_array(
 def _iter_json_array(path: Path, text: str, fields: tuple[str, str, str], skip_bad: bool,
                      require_summary: bool, stats: ReadStats) -> Iterator[Example]:
     decoder = json.JSONDecoder()
-    line_of = lambda pos: text.count("\n", 0, pos) + 1  # noqa: E731
+    counted = [0, 1]  # (position, line there): lines are counted forward only, once over the file
+
+    def line_of(pos: int) -> int:
+        counted[1] += text.count("\n", counted[0], pos)
+        counted[0] = pos
+        return counted[1]
+
     pos = _skip_space(text, 0)
     if not text.startswith("[", pos):
         raise DataError(f"{path}:{line_of(pos)}: expected a JSON array of objects (a .json corpus), "
@@ -261,6 +262,15 @@ def _iter_json_array(path: Path, text: str, fields: tuple[str, str, str], skip_b
             pos = _skip_space(text, pos + 1)
         elif not text.startswith("]", pos):
             raise DataError(f"{path}:{line_of(pos)}: invalid JSON (expected ',' or ']' after an object)")
+
+
+def _decode_utf8(data: bytes, name: str) -> str:
+    """A whole file's text (a leading BOM dropped); DataError naming the line of a bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{name}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -298,12 +308,7 @@ def read_story(path: str | Path, require_summary: bool = True) -> Example:
     """
     path = Path(path)
     with _open_binary(path) as handle:
-        data = handle.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{path}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
+        text = _decode_utf8(handle.read(), str(path))
     return _parse_story(text, str(path), path.stem, require_summary)
 
 
@@ -428,16 +433,14 @@ def load_examples(
     anything else -> JSON Lines (``.gz`` allowed). Default field names fall back to their
     :data:`FIELD_ALIASES` (``dialogue`` for ``article``, ...). Slicing counts
     good examples (after skipped rows); non-negative bounds stop reading early.
-    The field names apply to JSON Lines; for ``hf:`` a non-default ``summary_field`` is passed on
-    (the HF default is ``highlights``).
+    The field names apply to JSON Lines, JSON arrays and ``hf:`` datasets alike.
     """
     stats = stats if stats is not None else ReadStats()
     examples: Iterator[Example]
     if spec.startswith("hf:"):
         name, config, split = parse_hf_spec(spec)
-        hf_summary = "highlights" if summary_field == "summary" else summary_field
-        examples = read_hf(
-            name, config, split, article_field, hf_summary, id_field, skip_bad, require_summary, stats
+        examples = read_hf(  # CNN/DailyMail's "highlights" is found through FIELD_ALIASES
+            name, config, split, article_field, summary_field, id_field, skip_bad, require_summary, stats
         )
     else:
         path = Path(spec)
@@ -485,8 +488,4 @@ def read_text_file(path: str | Path) -> str:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise DataError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{name}:{line_no}: invalid UTF-8 at byte {exc.start}") from None
+    return _decode_utf8(data, name)
