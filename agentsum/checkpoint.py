@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from agentsum.config import Config
+from agentsum.config import Config, ConfigError, apply_overrides
 from agentsum.models import build_model
 from agentsum.vocab import Vocabulary
 
@@ -119,25 +119,23 @@ def default_checkpoint() -> Path:
 
 
 def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype = torch.float16,
-                     provenance: dict | None = None, search: dict | None = None) -> dict:
+                     overrides: list[str] | None = None) -> dict:
     """Write ``source``'s weights in ``dtype`` with its configuration and vocabulary, without the
     optimizer, scheduler and RNG state: a file for summarizing only, a sixth of a training
     checkpoint's size at 16 bits. ``load_model`` reads it like any checkpoint (weights are cast
-    back to the model's float32 parameters). ``search`` replaces decoding defaults (e.g. a
-    ``min_length`` chosen on validation after training). Returns the metadata written."""
+    back to the model's float32 parameters). ``overrides`` (``search.KEY=VALUE``, as ``--set``)
+    change decoding defaults, e.g. a ``min_length`` chosen on validation after training; only the
+    search section can change, since the weights fix the rest. Returns the metadata written."""
     state = read_checkpoint(source)
-    if search:
-        config = Config.from_dict(state["config"], f"{source}: config").to_dict()
-        unknown = set(search) - set(config["search"])
-        if unknown:
-            raise CheckpointError(f"unknown search setting(s) {sorted(unknown)}; known: {sorted(config['search'])}")
-        config["search"].update(search)
-        Config.from_dict(config, "export: search")  # the new values are checked like a config file's
-        state["config"] = config
+    if overrides:
+        wrong = [o for o in overrides if not o.startswith("search.")]
+        if wrong:
+            raise ConfigError(f"--set {wrong[0]}: expected search.KEY=VALUE (only decoding defaults can change)")
+        # checked like a config file's keys and values
+        state["config"] = Config.from_dict(apply_overrides(state["config"], overrides), "export --set").to_dict()
     weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state["model"].items()}
     metadata = {k: v for k, v in state.items() if k not in TRAINING_STATE}
-    metadata["exported"] = {"from": Path(source).name, "dtype": str(dtype).removeprefix("torch."),
-                            **(provenance or {})}
+    metadata["exported"] = {"from": Path(source).name, "dtype": str(dtype).removeprefix("torch.")}
     save_checkpoint({"model": weights, **metadata, "format": CHECKPOINT_FORMAT}, target)
     return metadata
 

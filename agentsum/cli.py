@@ -243,15 +243,7 @@ def cmd_export(args) -> int:
 
     from agentsum.checkpoint import export_inference
 
-    import yaml
-
-    search = {}
-    for item in args.overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key.startswith("search."):
-            raise ConfigError(f"--set {item}: expected search.KEY=VALUE (only decoding defaults can change)")
-        search[key.removeprefix("search.")] = yaml.safe_load(value)
-    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), search=search)
+    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), args.overrides)
     size = Path(args.out).stat().st_size
     print(f"wrote {args.out} ({size / 2**20:.1f} MiB, {args.dtype} weights, no optimizer state)")
     return 0

@@ -72,7 +72,7 @@ def test_export_command(tiny_run, tmp_path, capsys):
     assert "only decoding defaults" in capsys.readouterr().err
     assert main(["export", "--checkpoint", str(tiny_run["checkpoint"]), "--out", str(out),
                  "--set", "search.beam=3"]) == 2
-    assert "unknown search setting" in capsys.readouterr().err
+    assert "unknown key(s) ['beam']" in capsys.readouterr().err
 
 
 def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch):
