@@ -167,33 +167,25 @@ def _progress(total: int, label: str):
 
 
 def cmd_summarize(args) -> int:
-    from agentsum.checkpoint import default_checkpoint, load_model
-    from agentsum.corpus import DataError, Example, load_examples, read_text_file
-    from agentsum.dataset import NO_WORDS, has_words, prepare_all
-    from agentsum.evaluate import summarize_documents
-    from agentsum.language import text_processor
+    from agentsum.corpus import Example, load_examples, read_text_file
+    from agentsum.summarizer import Summarizer
 
-    model, vocab, config, _ = load_model(args.checkpoint or default_checkpoint())
+    summarizer = Summarizer(args.checkpoint)
     if args.input.endswith(".jsonl"):
         examples = load_examples(args.input, article_field=args.field, require_summary=False)
     else:
         examples = [Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)]
-    docs = prepare_all(examples, config.data, drop_empty=False)
-    for example, d in zip(examples, docs):
-        if not has_words(d):
-            where = "<stdin>" if example.origin == "-" else example.origin
-            raise DataError(f"{where}: {NO_WORDS}")
-    language = text_processor(config.data)
-    search_config = _search_config(args, config)
+    search_config = _search_config(args, summarizer.config)
     started = time.perf_counter()
-    summaries = summarize_documents(model, vocab, docs, search_config, args.batch_size,
-                                    _progress(len(docs), "summarizing") if len(docs) > args.batch_size else None)
+    texts, summaries = summarizer.summarize_examples(
+        examples, search_config, raw=args.raw, batch_size=args.batch_size,
+        progress=_progress(len(examples), "summarizing") if len(examples) > args.batch_size else None)
     seconds = time.perf_counter() - started
-    for example, tokens in zip(examples, summaries):
-        print(language.display(tokens) if args.raw else " ".join(language.readable(tokens, example.article)))
-    words = sum(len(t) for t in summaries)
-    print(f"summarized {len(docs)} document(s) in {seconds:.2f}s ({len(docs) / max(seconds, 1e-9):.2f} documents/s, "
-          f"beam {search_config.beam_size}, {words / max(len(docs), 1):.1f} tokens per summary; model loading "
+    for text in texts:
+        print(text)
+    n, words = len(examples), sum(len(t) for t in summaries)
+    print(f"summarized {n} document(s) in {seconds:.2f}s ({n / max(seconds, 1e-9):.2f} documents/s, "
+          f"beam {search_config.beam_size}, {words / max(n, 1):.1f} tokens per summary; model loading "
           f"excluded)", file=sys.stderr)
     return 0
 

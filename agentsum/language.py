@@ -66,7 +66,10 @@ class TextProcessor:
     def readable(self, tokens: Sequence[str], article: str) -> list[str]:
         """Generated tokens as a person reads them, one string per sentence: English is cased
         from ``article`` and detokenized (:mod:`agentsum.readable`); Chinese is joined as text."""
-        words = self.display_words(tokens, article)
+        return self.sentence_texts(self.display_words(tokens, article))
+
+    def sentence_texts(self, words: Sequence[Sequence[str]]) -> list[str]:
+        """Sentences of shown words (:meth:`display_words`) as text, one string per sentence."""
         if self.is_chinese:
             return [self.join_sentences([s]) for s in words]
         return [readable.detokenize(s) for s in words]

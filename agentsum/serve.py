@@ -254,8 +254,8 @@ class Summarizer:
             sentences = self.language.split_generated(tokens)
             if payload is not None:
                 payload["sentences"] = _sentence_attention(payload, sentences)
-            shown = self.language.display_words(tokens, doc.article)
-            readable = self.language.readable(tokens, doc.article)
+            shown = self.language.display_words(tokens, doc.article)  # casing read from the article once
+            readable = self.language.sentence_texts(shown)
             results.append({
                 "summary": "\n".join(readable),  # one sentence per line
                 "sentences": readable,

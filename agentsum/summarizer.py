@@ -21,19 +21,20 @@ from pathlib import Path
 
 import torch
 
-from agentsum.checkpoint import default_checkpoint, load_model
+from agentsum import checkpoint as checkpoints
 from agentsum.corpus import DataError, Example
 from agentsum.dataset import NO_WORDS, has_words, prepare_all
 from agentsum.evaluate import summarize_documents
 from agentsum.language import text_processor
+from agentsum.search import SearchConfig
 
 
 class Summarizer:
     """A loaded model and its preprocessing, search settings and output formatting."""
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu"):
-        self.checkpoint = Path(checkpoint) if checkpoint is not None else default_checkpoint()
-        self.model, self.vocab, self.config, self.metadata = load_model(self.checkpoint, device)
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else checkpoints.default_checkpoint()
+        self.model, self.vocab, self.config, self.metadata = checkpoints.load_model(self.checkpoint, device)
         self.language = text_processor(self.config.data)
 
     def __call__(self, texts: str | Sequence[str], *, beam_size: int | None = None, min_length: int | None = None,
@@ -47,16 +48,23 @@ class Summarizer:
         if not all(isinstance(t, str) for t in items):
             raise TypeError("texts must be a string or a sequence of strings")
         examples = [Example(id=str(i), article=t, summary="", origin=f"texts[{i}]") for i, t in enumerate(items)]
-        docs = prepare_all(examples, self.config.data, drop_empty=False, keep_text=True)
-        empty = [e.origin for e, d in zip(examples, docs) if not has_words(d)]
-        if empty:
-            raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
         search = dataclasses.replace(self.config.search, **{k: v for k, v in (
             ("beam_size", beam_size), ("min_length", min_length), ("max_length", max_length)) if v is not None})
-        tokens = summarize_documents(self.model, self.vocab, docs, search, batch_size)
-        out = [self.language.display(t) if raw else " ".join(self.language.readable(t, d.article))
-               for t, d in zip(tokens, docs)]
+        out, _ = self.summarize_examples(examples, search, raw=raw, batch_size=batch_size)
         return out[0] if single else out
+
+    def summarize_examples(self, examples: Sequence[Example], search: SearchConfig, *, raw: bool = False,
+                           batch_size: int = 16, progress=None) -> tuple[list[str], list[list[str]]]:
+        """(summary texts, model tokens) of corpus examples, in order; what ``agentsum summarize``
+        runs. An example with no words is a DataError naming its origin ("<stdin>" for "-")."""
+        docs = prepare_all(examples, self.config.data, drop_empty=False, keep_text=True)
+        empty = ["<stdin>" if e.origin == "-" else e.origin for e, d in zip(examples, docs) if not has_words(d)]
+        if empty:
+            raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
+        tokens = summarize_documents(self.model, self.vocab, docs, search, batch_size, progress)
+        texts = [self.language.display(t) if raw else " ".join(self.language.readable(t, d.article))
+                 for t, d in zip(tokens, docs)]
+        return texts, tokens
 
     def __repr__(self) -> str:
         return f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')})"

@@ -91,5 +91,5 @@ def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch
         summarizer(["A text.", "   "])
     shipped = tmp_path / "shipped.pt"
     export_inference(tiny_run["checkpoint"], shipped)
-    monkeypatch.setattr("agentsum.summarizer.default_checkpoint", lambda: shipped)
+    monkeypatch.setattr(ckpt, "default_checkpoint", lambda: shipped)
     assert Summarizer().checkpoint == shipped
