@@ -47,7 +47,7 @@ class TrainingMonitor:
         self.started = time.perf_counter()
         self.metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
         self.writer = _tensorboard_writer(run_dir / "tensorboard") if tensorboard else None
-        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}
+        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "sums": {}, "start": time.perf_counter()}
         self.progress = None
         if live if live is not None else sys.stderr.isatty():
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -92,8 +92,7 @@ class TrainingMonitor:
         w["steps"] += 1
         for key in WINDOW_MEANS:
             if key in stats:
-                w.setdefault("sums", {}).setdefault(key, 0.0)
-                w["sums"][key] += stats[key]
+                w["sums"][key] = w["sums"].get(key, 0.0) + stats[key]
         if self.progress is not None:
             self.progress.update(self.task, completed=step, status=f"loss {stats['loss']:.3f}")
         if step % self.log_every:
@@ -103,7 +102,7 @@ class TrainingMonitor:
         loss = w["loss"] / w["steps"]
         # means over the window, like the loss (a single step's value would make a smoothed
         # curve of them as noisy as the raw one)
-        rewards = {k: v / w["steps"] for k, v in w.get("sums", {}).items()}
+        rewards = {k: v / w["steps"] for k, v in w["sums"].items()}
         shown = f"loss {loss:.4f}"
         if "reward_sample" in rewards:
             shown += f"  reward {rewards['reward_sample']:.3f}/{rewards['reward_greedy']:.3f} (sample/greedy)"
@@ -115,7 +114,7 @@ class TrainingMonitor:
             log(f"{where}  {shown}  grad {grad_norm:.2f}  {elapsed}  eta {format_duration(self.eta(step))}")
         self.record(step, loss=loss, tokens_per_s=rate, tokens=w["tokens"], seconds=seconds, steps=w["steps"],
                     grad_norm=grad_norm, lr=lr, **rewards)
-        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "start": time.perf_counter()}
+        self._window = {"loss": 0.0, "tokens": 0, "steps": 0, "sums": {}, "start": time.perf_counter()}
 
     def message(self, text: str) -> None:
         if self.progress is not None:

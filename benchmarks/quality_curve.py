@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
     offsets = {name: float(value) for name, value in (o.split("=", 1) for o in args.offset)}
     records = list(done)
+    prepared: dict[str, list] = {}  # the held-out documents, prepared once per data configuration
     for run_dir in args.runs:
         minutes = {step: m + offsets.get(run_dir.name, 0.0) for step, m in training_minutes(run_dir).items()}
         names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only in ("steps", "all") else []
@@ -104,9 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
                 names.append(run_dir / "checkpoints" / f"{name}.pt")
         for path in names:
-            meta = read_checkpoint(path, mmap=True)
+            model, vocab, config, meta = load_model(path)
             step = int(meta["step"])
-            model, vocab, config, _ = load_model(path)
             search = dataclasses.replace(config.search, **{k: v for k, v in (
                 ("beam_size", args.beam), ("min_length", args.min_length), ("max_length", args.max_length))
                 if v is not None})
@@ -114,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
                        beam=search.beam_size, min_length=search.min_length, max_length=search.max_length)
             if any(all(r.get(k) == v for k, v in key.items()) for r in done):
                 continue
-            examples = load_examples(args.data, end=args.docs)
-            docs = prepare_all(examples, config.data)
+            data_key_config = repr(config.data)
+            if data_key_config not in prepared:
+                prepared[data_key_config] = prepare_all(load_examples(args.data, end=args.docs), config.data)
+            docs = prepared[data_key_config]
             started = time.perf_counter()
             predictions, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
             record = {**key, "minutes": round(minute_at(minutes, step), 2),

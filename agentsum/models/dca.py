@@ -341,12 +341,12 @@ class DCA(nn.Module):
         _, A, S = mask.shape
         keys = enc.keys.reshape(B, A * S, H)
         cov = coverage if coverage is not None else mask.new_zeros(mask.shape, dtype=query.dtype)
-        w_cov = self.w_cov.weight.view(1, 1, H)
+        w_cov = self.w_cov.weight.view(1, 1, H).to(keys.dtype)
         v = self.v2.weight.view(H)
         agents = mask.any(-1).sum(-1).clamp_min(1).to(cov.dtype)  # (B,)
         attention, losses = [], []
         for t in range(T):
-            covered_keys = keys + cov.reshape(B, A * S, 1).to(keys.dtype) * w_cov.to(keys.dtype)
+            covered_keys = keys + cov.reshape(B, A * S, 1).to(keys.dtype) * w_cov
             scores = additive_scores(covered_keys, query[:, t : t + 1], v).view(B, A, S)
             attn = masked_softmax(scores, mask)
             losses.append(torch.minimum(attn, cov).sum((1, 2)) / agents)
