@@ -17,9 +17,10 @@ agentsum train --config samsum-m1 > runs/samsum-m1.log 2>&1 &
 agentsum train --config samsum-m6 > runs/samsum-m6.log 2>&1 &
 wait
 
+cp runs/samsum-m1/checkpoints/last.pt runs/samsum-m1-80min.pt  # the resumed run overwrites last.pt
 agentsum train --config samsum-m1 --resume runs/samsum-m1/checkpoints/last.pt \
   --set train.max_minutes=25 > runs/samsum-m1-more.log 2>&1 &
-agentsum train --config samsum-m1 --init-from runs/samsum-m1/checkpoints/last.pt --run-dir runs/samsum-m1-cov \
+agentsum train --config samsum-m1 --init-from runs/samsum-m1-80min.pt --run-dir runs/samsum-m1-cov \
   --set model.coverage=true --set train.max_minutes=25 > runs/samsum-m1-cov.log 2>&1 &
 wait
 

@@ -63,8 +63,9 @@ def test_beam_search_carries_and_reorders_coverage():
     batch = batch_of([0, 1, 2], summaries=False)
     state = model.init_state(model.encode(batch))
     assert state.coverage.shape == batch.src_mask.shape and state.coverage.sum() == 0
+    _, state, _ = model.step(model.encode(batch), state, torch.full((3,), 2, dtype=torch.long))
     picked = state.select(torch.tensor([2, 0]))
-    assert picked.coverage.shape[0] == 2
+    assert state.coverage.sum() > 0 and torch.equal(picked.coverage, state.coverage[[2, 0]])
     beam = search(model, batch, SearchConfig(beam_size=3, max_length=6, min_length=6, block_trigrams=False))
     greedy = search(model, batch, SearchConfig(beam_size=1, max_length=6, min_length=6, block_trigrams=False))
     assert all(len(t) == 6 for t in beam.tokens) and all(len(t) == 6 for t in greedy.tokens)

@@ -39,7 +39,7 @@ def test_summarize_without_checkpoint_uses_the_shipped_model(tiny_run, tmp_path,
     assert main(["summarize", "--checkpoint", str(shipped), "--raw", str(article), "--beam", "2",
                  "--min-length", "6"]) == 0
     raw = capsys.readouterr().out.strip()
-    assert raw == raw.lower() and " ." in raw + " ."  # model tokens, space-separated
+    assert raw == raw.lower()  # model tokens, space-separated
     first_letter = next(ch for ch in readable if ch.isalpha())
     assert readable != raw and first_letter.isupper()
     # same words: casing and spacing are all that change
@@ -86,7 +86,7 @@ def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch
     many = summarizer([text, "The dog met a hen near the park."], beam_size=2, min_length=6)
     assert isinstance(many, list) and len(many) == 2 and many[0] == one
     raw = summarizer(text, beam_size=2, min_length=6, raw=True)
-    assert raw == raw.lower() and raw.lower().replace(" ", "") != "" and len(raw.split()) >= 6
+    assert raw == raw.lower() and len(raw.split()) >= 6
     with pytest.raises(DataError, match=r"texts\[1\]: no words"):
         summarizer(["A text.", "   "])
     shipped = tmp_path / "shipped.pt"
