@@ -155,7 +155,8 @@ def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
         runs = sorted({r["run"] for r in records if r["data"] == data_key})
         for run in runs:
             points = sorted((r["minutes"], r[metric]) for r in records
-                            if r["run"] == run and r["data"] == data_key and r["checkpoint"].startswith("step-"))
+                            if r["run"] == run and r["data"] == data_key
+                            and r["checkpoint"].startswith(("step-", "model_step_")))  # agentsum's, OpenNMT-py's
             if points:
                 ax.plot(*zip(*points), marker="o", label=run)
         ax.axhline(lead[metric], color="grey", linestyle="--", label="Lead-3")
