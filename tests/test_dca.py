@@ -27,6 +27,9 @@ CONFIGS = [dict(pointer=p, contextual_agent_attention=caa, communication=comm)
 # See et al. (2017) coverage on the single-agent pointer and on the full m6 architecture
 CONFIGS += [dict(pointer="single", coverage=True),
             dict(pointer="multi", contextual_agent_attention=True, communication=True, coverage=True)]
+# the readings of "an agent's last hidden state" and of s_0 that the paper leaves open
+CONFIGS += [dict(pointer="multi", contextual_agent_attention=True, communication=True, agent_state="ends",
+                 init_state="mean")]
 
 
 def tiny_model(seed=0, **kw) -> DCA:
@@ -267,3 +270,52 @@ def test_bilstm_layer_equals_a_packed_bidirectional_lstm_and_loads_its_weights()
     x2 = x.clone()
     x2[1, 3:] = 100.0  # padding content never reaches real positions, in either direction
     torch.testing.assert_close(layer(x2, lengths), got)
+
+
+def test_ends_summary_is_both_directions_after_the_whole_sequence():
+    """agent_state="ends": W[fwd_I; bwd_1], i.e. the final states h_n of a packed bidirectional LSTM
+    (forward after the last real token, backward after the first), not the output at position I."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from agentsum.models.dca import BiLSTMLayer
+
+    torch.manual_seed(0)
+    N, S, D, H = 3, 6, 5, 4
+    layer = BiLSTMLayer(D, H)
+    reference = torch.nn.LSTM(D, H, batch_first=True, bidirectional=True)
+    reference.load_state_dict({k.replace("forward_lstm.", "").replace("backward_lstm.", "") + (
+        "_reverse" if k.startswith("backward") else ""): v for k, v in layer.state_dict().items() if "lstm" in k})
+    x, lengths = torch.randn(N, S, D), torch.tensor([6, 2, 4])
+    out, summary = layer(x, lengths, ends=True)
+    assert torch.equal(out, layer(x, lengths))
+    _, (h_n, _) = reference(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    expected = layer.proj(torch.cat([h_n[0], h_n[1]], dim=-1))
+    assert torch.allclose(summary, expected, atol=1e-6)
+    at_last = out[torch.arange(N), lengths - 1]
+    assert not torch.allclose(summary, at_last, atol=1e-3)  # the default reading differs
+
+
+def test_messages_and_initial_state_from_agent_ends_and_mean():
+    """With agent_state="ends" eq (6) averages the other agents' summaries; init_state="mean" starts
+    the decoder from the mean over the agents that hold text (doc 3's third agent is empty)."""
+    model = tiny_model(communication=True, agent_state="ends", init_state="mean")
+    batch = batch_of([2])
+    B, A, S = batch.src_ids.shape
+    lengths = batch.src_lengths.reshape(B * A).clamp_min(1)
+    h, final = model.local(model.embedding(batch.src_ids.reshape(B * A, S)), lengths, ends=True)
+    h, final = h.view(B, A, S, -1), final.view(B, A, -1)
+    for layer in model.contextual:
+        message = torch.stack([final[0, 1], final[0, 0], (final[0, 0] + final[0, 1]) / 2]).unsqueeze(0)
+        h, final = layer(h, message, lengths, ends=True)
+    enc = model.encode(batch)
+    assert torch.allclose(enc.states, h, atol=1e-6)
+    assert torch.allclose(enc.init_hidden[0], (final[0, 0] + final[0, 1]) / 2, atol=1e-6)
+    first = tiny_model(communication=True, agent_state="ends")
+    assert torch.allclose(first.encode(batch).init_hidden[0], final[0, 0], atol=1e-6)
+
+
+def test_agent_state_options_are_checked():
+    with pytest.raises(ValueError, match="model.agent_state"):
+        DCAConfig(vocab_size=V, agent_state="first")
+    with pytest.raises(ValueError, match="model.init_state"):
+        DCAConfig(vocab_size=V, init_state="sum")

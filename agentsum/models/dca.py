@@ -14,7 +14,10 @@ Choices where the paper is silent or ambiguous (also in docs/model.md):
   throw away everything the lower layers encoded. We read ``v1`` as a matrix ``V1 in R^{H x H}``:
   f(h, z) = V1 tanh(W3 h + W4 z), an H-dimensional input.
 * bLSTMs have H units per direction; W1/W2 (eq 2, 5) project the 2H concatenation back to H.
-* "Last hidden state" h_{m,I} (eq 6) is the projected output at agent m's last real token.
+* "Last hidden state" h_{m,I} (eq 6) is the projected output at agent m's last real token
+  (``agent_state="last"``, the default), whose backward half has read one token; ``"ends"`` uses
+  W[fwd_I; bwd_1] instead, both directions after the agent's whole text. s_0 = h^(K)_{1,I} comes
+  from agent 1 (``init_state="first"``, as printed) or, with ``"mean"``, from the mean over agents.
   Agents that received no text (short documents) neither send messages nor receive attention;
   eq (6)'s 1/(M-1) becomes 1/(number of other agents with text). With M = 1 the message is 0.
 * Without communication (ablation m4) the message is 0, so f(h) = V1 tanh(W3 h): same layers,
@@ -40,6 +43,8 @@ from agentsum.pointer import CopyDistribution
 from agentsum.vocab import PAD_ID, UNK_ID
 
 POINTERS = ("none", "single", "multi")
+AGENT_STATES = ("last", "ends")  # what "the last hidden state" of an agent is (eq 6, s_0)
+INIT_STATES = ("first", "mean")  # s_0 from agent 1 (the paper) or the mean over agents with text
 
 
 @dataclass
@@ -55,10 +60,21 @@ class DCAConfig:
     # See et al. (2017) coverage: each agent's past word attention enters eq (8) (and, through the
     # objective, the coverage loss); off in the paper's presets
     coverage: bool = False
+    # An agent's "last hidden state" h_{m,I} (eq 6's messages and s_0): "last" is the layer's output
+    # at the last token, W[fwd_I; bwd_I], whose backward half has read one token; "ends" is
+    # W[fwd_I; bwd_1], both directions after the whole agent text (the usual bLSTM summary).
+    agent_state: str = "last"
+    # s_0: "first" is h^(K)_{1,I} as printed; "mean" averages the agents that hold text, so the
+    # decoder does not start from agent 1's part alone.
+    init_state: str = "first"
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
             raise ValueError(f"model.pointer must be one of {POINTERS}, got {self.pointer!r}")
+        if self.agent_state not in AGENT_STATES:
+            raise ValueError(f"model.agent_state must be one of {AGENT_STATES}, got {self.agent_state!r}")
+        if self.init_state not in INIT_STATES:
+            raise ValueError(f"model.init_state must be one of {INIT_STATES}, got {self.init_state!r}")
         if self.contextual_layers < 0:
             raise ValueError("model.contextual_layers must be >= 0")
 
@@ -153,8 +169,10 @@ class BiLSTMLayer(nn.Module):
         self.backward_lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
         self.proj = nn.Linear(2 * hidden_size, hidden_size, bias=False)  # W1 / W2
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """x: (N, S, D), lengths: (N,) >= 1 -> (N, S, H); padding rows are zero before projection."""
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, ends: bool = False):
+        """x: (N, S, D), lengths: (N,) >= 1 -> (N, S, H); padding rows are zero before projection.
+        With ``ends``, also the sequence summary W[fwd_last; bwd_first] (N, H): both directions after
+        the whole sequence."""
         N, S, D = x.shape
         pos = torch.arange(S, device=x.device).expand(N, S)
         length = lengths.to(x.device).unsqueeze(1)
@@ -164,7 +182,11 @@ class BiLSTMLayer(nn.Module):
         fwd, _ = self.forward_lstm(x)
         bwd, _ = self.backward_lstm(x.gather(1, flip.expand(N, S, D)))
         bwd = bwd.gather(1, flip.expand(N, S, bwd.size(-1)))
-        return self.proj(torch.cat([fwd, bwd], dim=-1) * real.unsqueeze(-1))
+        out = self.proj(torch.cat([fwd, bwd], dim=-1) * real.unsqueeze(-1))
+        if not ends:
+            return out
+        last = (length - 1).view(N, 1, 1).expand(N, 1, fwd.size(-1))
+        return out, self.proj(torch.cat([fwd.gather(1, last).squeeze(1), bwd[:, 0]], dim=-1))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # checkpoints written before the split held one bidirectional nn.LSTM named "lstm"
@@ -186,11 +208,15 @@ class ContextualLayer(nn.Module):
         self.v1 = nn.Linear(H, H, bias=False)  # v1 read as an H x H matrix, see module docstring
         self.blstm = BiLSTMLayer(H, H)
 
-    def forward(self, h: torch.Tensor, message: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """h: (B, A, S, H), message: (B, A, H), lengths: (B*A,) -> (B, A, S, H)."""
+    def forward(self, h: torch.Tensor, message: torch.Tensor, lengths: torch.Tensor, ends: bool = False):
+        """h: (B, A, S, H), message: (B, A, H), lengths: (B*A,) -> (B, A, S, H) (and, with ``ends``,
+        each agent's summary (B, A, H), see :class:`BiLSTMLayer`)."""
         B, A, S, H = h.shape
         f = self.v1(torch.tanh(self.w3(h) + self.w4(message).unsqueeze(2)))  # eq (7), (B, A, S, H)
-        return self.blstm(f.reshape(B * A, S, H), lengths).view(B, A, S, H)
+        if not ends:
+            return self.blstm(f.reshape(B * A, S, H), lengths).view(B, A, S, H)
+        out, summary = self.blstm(f.reshape(B * A, S, H), lengths, ends=True)
+        return out.view(B, A, S, H), summary.view(B, A, H)
 
 
 class DCA(nn.Module):
@@ -231,20 +257,31 @@ class DCA(nn.Module):
         last = (batch.src_lengths - 1).clamp_min(0)  # (B, A) index of the last real token
 
         x = self.dropout(self.embedding(src.reshape(B * A, S)))  # (B*A, S, E)
-        h = self.local(x, lengths).view(B, A, S, -1)  # h^(1), eq (1)-(2)
-        for layer in self.contextual:
-            message = self._message(h, last, agent_mask)  # z^(k), eq (6)
-            h = layer(self.dropout(h), message, lengths)  # h^(k+1), eq (3)-(5), (7)
-        H = h.size(-1)
+        if self.config.agent_state == "ends":
+            h, final = self.local(x, lengths, ends=True)
+            h, final = h.view(B, A, S, -1), final.view(B, A, -1)
+            for layer in self.contextual:
+                message = self._mean_of_others(final, agent_mask)  # z^(k), eq (6)
+                h, final = layer(self.dropout(h), message, lengths, ends=True)
+        else:
+            h = self.local(x, lengths).view(B, A, S, -1)  # h^(1), eq (1)-(2)
+            for layer in self.contextual:
+                message = self._message(h, last, agent_mask)  # z^(k), eq (6)
+                h = layer(self.dropout(h), message, lengths)  # h^(k+1), eq (3)-(5), (7)
+            final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, h.size(-1))).squeeze(2)  # (B, A, H)
         keys = self.w5(h)  # W5 h of eq (8), once per document
-        final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2)  # (B, A, H)
+        if self.config.init_state == "mean":
+            weights = agent_mask.to(final.dtype).unsqueeze(-1)
+            init_hidden = (final * weights).sum(1) / weights.sum(1).clamp_min(1)
+        else:
+            init_hidden = final[:, 0]  # s_0 = h^(K)_{1,I}
         return EncoderOutput(
             states=h,
             keys=keys,
             mask=batch.src_mask,
             agent_mask=agent_mask,
             src_ext_ids=batch.src_ext_ids.reshape(B, A * S),
-            init_hidden=final[:, 0],  # s_0 = h^(K)_{1,I}
+            init_hidden=init_hidden,
             n_ext=self.vocab_size + batch.max_oov,
         )
 
@@ -253,7 +290,13 @@ class DCA(nn.Module):
         B, A, S, H = h.shape
         if not self.config.communication or A == 1:
             return h.new_zeros(B, A, H)
-        final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2)  # (B, A, H)
+        return self._mean_of_others(h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2), agent_mask)
+
+    def _mean_of_others(self, final: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
+        """Eq (6) from each agent's state (B, A, H): the mean over the other agents with text."""
+        B, A, H = final.shape
+        if not self.config.communication or A == 1:
+            return final.new_zeros(B, A, H)
         final = final * agent_mask.unsqueeze(-1)
         others = final.sum(1, keepdim=True) - final  # sum over m != a
         n_others = (agent_mask.sum(1, keepdim=True) - agent_mask.long()).clamp_min(1)  # (B, A)
