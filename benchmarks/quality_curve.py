@@ -78,12 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="run directories (RUN_DIR of agentsum train)")
     p.add_argument("--data", required=True, help="held-out JSONL (validation)")
-    p.add_argument("--docs", type=int, default=None, help="first N documents (default: all)")
+    p.add_argument("--start", type=int, default=0, help="first row (default 0)")
+    p.add_argument("--docs", type=int, default=None, help="N documents from --start (default: all)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--beam", type=int), p.add_argument("--min-length", type=int), p.add_argument("--max-length", type=int)
     p.add_argument("--only", choices=("best", "last", "steps", "all"), default="all",
                    help="which checkpoints to decode: best.pt, last.pt, the step-*.pt, or all of them")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--lead-chars", type=int, default=None,
+                   help="baseline: the first N characters (the Chinese lead baseline) instead of Lead-3")
     p.add_argument("--offset", action="append", default=[], metavar="RUN=MINUTES",
                    help="minutes a run had trained before it started (a run --init-from another), e.g. "
                         "samsum-m1-cov=80")
@@ -93,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     log_path = args.out / "curve.jsonl"
     done = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
-    data_key = f"{args.data}[:{args.docs}]"
+    end = None if args.docs is None else args.start + args.docs
+    data_key = f"{args.data}[{args.start or ''}:{end}]"
 
     offsets = {name: float(value) for name, value in (o.split("=", 1) for o in args.offset)}
     records = list(done)
@@ -116,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             data_key_config = repr(config.data)
             if data_key_config not in prepared:
-                prepared[data_key_config] = prepare_all(load_examples(args.data, end=args.docs), config.data)
+                examples = load_examples(args.data, start=args.start or None, end=end)
+                prepared[data_key_config] = prepare_all(examples, config.data)
             docs = prepared[data_key_config]
             started = time.perf_counter()
             predictions, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
@@ -136,10 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     from agentsum.config import Config
 
     language = text_processor(Config.from_dict(first["config"]).data)
-    examples = load_examples(args.data, end=args.docs)
-    lead = language.rouge([language.lead(e.article) for e in examples],
+    examples = load_examples(args.data, start=args.start or None, end=end)
+    lead = language.rouge([language.lead(e.article, chars=args.lead_chars) for e in examples],
                           [language.join_sentences(language.summary_sentences(e.summary)) for e in examples])
-    print(f"Lead-3 on {data_key}: R-1 {lead['rouge1']:.2f}  R-2 {lead['rouge2']:.2f}  R-Lsum {lead['rougeLsum']:.2f}")
+    lead["name"] = f"first {args.lead_chars} characters" if args.lead_chars else "Lead-3"
+    print(f"{lead['name']} on {data_key}: R-1 {lead['rouge1']:.2f}  R-2 {lead['rouge2']:.2f}  "
+          f"R-Lsum {lead['rougeLsum']:.2f}")
     plot(records, data_key, lead, args.out / "curve.png")
     return 0
 
@@ -159,7 +166,7 @@ def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
                             and r["checkpoint"].startswith(("step-", "model_step_")))  # agentsum's, OpenNMT-py's
             if points:
                 ax.plot(*zip(*points), marker="o", label=run)
-        ax.axhline(lead[metric], color="grey", linestyle="--", label="Lead-3")
+        ax.axhline(lead[metric], color="grey", linestyle="--", label=lead.get("name", "Lead-3"))
         ax.set_xlabel("training minutes (wall clock)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

@@ -12,8 +12,9 @@ every run) and without an example database:
   attention payload.
 
 Every answer must be documented by the schema (status code, content type, response body schema) and never a
-5xx. Runtime is bounded: small limits on the server, ``max_examples`` per run, a timeout per request and a
-wall-clock budget for the whole fuzz run (checked at the end).
+5xx. Each run checks its own reach (accepted bodies answered 200, negative ones refused with 422), so any
+one of them can run alone. Runtime is bounded by small limits on the server, ``max_examples`` per run and a
+timeout per request.
 
 (schemathesis' own ``schema.parametrize()`` / ``pytest.from_fixture`` runner needs a pytest internal that
 pytest 9 removed (``Function._nodeid``), so the strategies are driven by Hypothesis directly.)
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 
 import pytest
 
@@ -39,7 +39,6 @@ from schemathesis.checks import (  # noqa: E402
 
 MAX_EXAMPLES = 100  # generated requests per POST /v1/summarize run
 REQUEST_TIMEOUT = 30.0
-FUZZ_BUDGET_S = 75.0  # the whole fuzz run must finish in this much wall-clock time
 MAX_TEXTS = 4
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -48,10 +47,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 #: does not express.
 ACCEPTED_REFUSALS = ("empty or only whitespace", "no words to summarize", "too many texts", "is larger than")
 
-#: (operation, run, status) -> requests sent; filled by test_fuzz_openapi, read by the last test.
-CALLS: collections.Counter = collections.Counter()
 _lock = threading.Lock()
-_started: list[float] = []
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +96,9 @@ RUNS = [
 
 @pytest.mark.parametrize("method,path,run,examples", RUNS, ids=[f"{m} {p} {r}" for m, p, r, _ in RUNS])
 def test_fuzz_openapi(api_schema, method, path, run, examples):
-    """Generated requests: never a 5xx, always a response the schema documents."""
-    _started.append(time.monotonic())
+    """Generated requests: never a 5xx, always a response the schema documents; each run reaches the
+    model (accepted bodies answered 200) or its refusals (negative bodies answered 422)."""
+    calls: collections.Counter = collections.Counter()  # status -> requests sent
     operation = api_schema[path][method]
     label = f"{method} {path}"
     strategy = operation.as_strategy(generation_mode=GenerationMode.NEGATIVE if run == "negative"
@@ -115,7 +112,7 @@ def test_fuzz_openapi(api_schema, method, path, run, examples):
     def fuzz(case):
         response = case.call(timeout=REQUEST_TIMEOUT)
         with _lock:
-            CALLS[(label, run, response.status_code)] += 1
+            calls[response.status_code] += 1
         assert response.status_code < 500, (f"{label}: {response.status_code} {response.text[:500]}\n"
                                             f"{case.as_curl_command()}")
         case.validate_response(response, checks=CHECKS)
@@ -132,19 +129,10 @@ def test_fuzz_openapi(api_schema, method, path, run, examples):
                 assert all((s["attention"] is not None) == bool(body.get("attention")) for s in summaries)
 
     fuzz()
-
-
-def test_fuzz_covered_every_operation_within_budget():
-    """After the fuzz runs (file order): every operation fuzzed, accepted and refused inputs seen, in budget."""
-    if not CALLS:
-        pytest.skip("run together with test_fuzz_openapi")
-    per_run = collections.Counter()
-    for (op, run, _), n in CALLS.items():
-        per_run[f"{op} {run}"] += n
-    print("\nfuzzed requests:", dict(per_run), "\nby status:", dict(sorted(CALLS.items())))
-    assert {f"{m} {p} {r}" for m, p, r, _ in RUNS} <= set(per_run), per_run
-    assert per_run["POST /v1/summarize accepted"] >= MAX_EXAMPLES // 2
-    assert CALLS[("POST /v1/summarize", "accepted", 200)] >= MAX_EXAMPLES // 2  # the model ran on fuzzed text
-    assert any(s == 422 for (op, r, s) in CALLS if r == "negative")
-    assert not [k for k in CALLS if k[2] >= 500]
-    assert time.monotonic() - _started[0] < FUZZ_BUDGET_S
+    print(f"\n{label} {run}: requests by status {dict(sorted(calls.items()))}")
+    assert sum(calls.values()) >= 1
+    assert not [status for status in calls if status >= 500], calls
+    if run == "accepted":
+        assert calls[200] >= examples // 2, calls  # the model ran on fuzzed text
+    if run == "negative":
+        assert calls[422] > 0, calls

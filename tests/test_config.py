@@ -11,14 +11,35 @@ def test_presets_load_and_build():
         assert model.vocab_size == 100 and sum(p.numel() for p in model.parameters()) > 0
 
 
-def test_paper_rows_are_what_table_1_says():
-    m1, m4, m5, m6 = (load_config(n) for n in ("m1", "m4", "m5", "m6"))
-    assert m1.data.agents == 1 and m4.data.agents == m5.data.agents == m6.data.agents == 3
-    assert m4.model["communication"] is False and m4.model["pointer"] == "single"
-    assert m5.model["communication"] is True and m5.model["pointer"] == "multi"
-    assert m5.model["contextual_agent_attention"] is False and m6.model["contextual_agent_attention"] is True
-    assert all(c.model["hidden_size"] == 128 for c in (m1, m4, m5, m6))
-    assert m5.train.lr == 1e-3 and m5.search.beam_size == 5 and m5.search.max_length == 110
+TABLE_1 = {  # preset: (agents, objective, pointer, communication, caa)
+    "m1": (1, "mle", "single", False, False),
+    "m2": (1, "mle+sem", "single", False, False),
+    "m3": (1, "mixed", "single", False, False),
+    "m4": (3, "mle+sem", "single", False, False),
+    "m5": (3, "mle+sem", "multi", True, False),
+    "m6": (3, "mle+sem", "multi", True, True),
+    "m7": (3, "mixed+sem", "multi", True, True),
+    "m7-2agents": (2, "mixed+sem", "multi", True, True),
+    "m7-5agents": (5, "mixed+sem", "multi", True, True),
+}
+
+
+def test_presets_follow_table_1():
+    """Every paper preset is the row of Table 1 it is named after, at the paper's sizes."""
+    assert set(TABLE_1) <= set(preset_names())
+    for name, (agents, objective, pointer, comm, caa) in TABLE_1.items():
+        c = load_config(name)
+        assert (c.data.agents, c.train.objective, c.model["pointer"], c.model["communication"],
+                c.model["contextual_agent_attention"]) == (agents, objective, pointer, comm, caa), name
+    assert load_config("m3").train.intermediate_rewards is False
+    assert load_config("m7").train.intermediate_rewards is True
+    assert load_config("m7").train.lr == 1e-5 and load_config("m7").train.gamma == 0.97
+    for name in TABLE_1:
+        c = load_config(name)
+        assert c.model["hidden_size"] == 128 and c.data.max_article_tokens == 800, name
+        assert c.search.beam_size == 5 and c.search.max_length == 110, name
+    assert load_config("m5").train.lr == 1e-3
+
 
 
 def test_overrides_parse_yaml_values():

@@ -219,15 +219,22 @@ def test_communication_switch():
     assert diff > 1e-4  # while without communication the difference is float noise (< 1e-6)
 
 
-def test_contextual_agent_attention_uses_previous_context():
-    model = tiny_model(contextual_agent_attention=True)
+@pytest.mark.parametrize("caa", [False, True])
+def test_previous_context_enters_the_output_only_with_contextual_agent_attention(caa):
+    """Eq (13): with caa the output MLP reads c*_{t-1} (state.context) beside s_t and c*_t, so the
+    distribution moves with it; eq (12), without caa, reads s_t and c*_t only. The first step, with
+    c*_0 = 0, equals the first teacher-forced step."""
+    model = tiny_model(contextual_agent_attention=caa)
     batch = batch_of([0])
     enc = model.encode(batch)
     state = model.init_state(enc)
+    assert torch.count_nonzero(state.context) == 0
     a, _, _ = model.step(enc, state, torch.tensor([BOS_ID]))
+    assert torch.allclose(a[0], model(batch).dist.log_probs()[0, 0], atol=1e-5)
     state.context = torch.randn_like(state.context)
     b, _, _ = model.step(enc, state, torch.tensor([BOS_ID]))
-    assert not torch.allclose(a, b)
+    moved = (a.exp() - b.exp()).abs().max()  # in probabilities
+    assert (moved > 1e-4) if caa else torch.allclose(a, b, atol=1e-6)
 
 
 def test_masked_softmax_of_empty_row_is_zero():

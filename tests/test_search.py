@@ -506,4 +506,3 @@ def test_config_validation():
     with pytest.raises(ValueError):
         SearchConfig(min_length=5, max_length=4)
     assert SearchConfig() == SearchConfig(5, 0, 110, True, 1.0, True)
-    assert PAD_ID == 0

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The paper's claim on long inputs, at equal CPU time: cnndm-m1 (one agent, pointer-generator) against
+# cnndm-m6 (three communicating agents, multi-agent pointer, contextual agent attention, MLE + SEM) on
+# CNN/DailyMail train_stories.jsonl with 800-token articles, 65 minutes each, one thread each, side by
+# side on a 2-core machine. Then validation ROUGE of every checkpoint against minutes (rows 0-199) and
+# of the last checkpoints on rows 500-999, beside Lead-3 on the same rows.
+# About 1 h 30 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .venv/bin/activate
+VALID=../shared/data/cnndm/validation_1000.jsonl
+OUT=benchmarks/results/cnndm
+mkdir -p runs "$OUT"
+
+agentsum train --config cnndm-m1 > runs/cnndm-m1.log 2>&1 &
+agentsum train --config cnndm-m6 > runs/cnndm-m6.log 2>&1 &
+wait
+
+python benchmarks/quality_curve.py runs/cnndm-m1 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+python benchmarks/quality_curve.py runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+wait
+python benchmarks/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT"
+python benchmarks/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --start 500 --only last --out "$OUT" --threads 2
