@@ -28,7 +28,7 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
 
 
 def _load_examples(args, d):
-    from agentsum.corpus import ReadStats, load_examples
+    from agentsum.data.corpus import ReadStats, load_examples
 
     label = args.min_human_label if args.min_human_label is not None else d.min_human_label
     stats = ReadStats()
@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight precision (default float16)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="search.KEY=VALUE",
                    help="change a decoding default, e.g. --set search.min_length=15 (repeatable)")
-    from agentsum import analyze, humaneval, plot, serve_options
+    from agentsum.evaluation import analyze, humaneval, plot
+    from agentsum.serve import options as serve_options
 
     for module in (serve_options, plot, analyze, humaneval):
         module.add_parser(sub).set_defaults(func=module.run)
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from agentsum.train import train
+    from agentsum.training.trainer import train
 
     overrides = list(args.overrides)
     if args.run_dir:
@@ -167,7 +168,7 @@ def _progress(total: int, label: str):
 
 
 def cmd_summarize(args) -> int:
-    from agentsum.corpus import Example, load_examples, read_text_file
+    from agentsum.data.corpus import Example, load_examples, read_text_file
     from agentsum.summarizer import Summarizer
 
     summarizer = Summarizer(args.checkpoint)
@@ -191,11 +192,11 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from agentsum.checkpoint import default_checkpoint, load_model
-    from agentsum.dataset import prepare_all
-    from agentsum.evaluate import evaluate_model, write_results
-    from agentsum.language import text_processor
-    from agentsum.rouge import format_rouge
+    from agentsum.training.checkpoint import default_checkpoint, load_model
+    from agentsum.data.dataset import prepare_all
+    from agentsum.evaluation.evaluate import evaluate_model, write_results
+    from agentsum.data.language import text_processor
+    from agentsum.evaluation.rouge import format_rouge
 
     checkpoint = Path(args.checkpoint) if args.checkpoint else default_checkpoint()
     model, vocab, config, _ = load_model(checkpoint)
@@ -213,9 +214,9 @@ def cmd_evaluate(args) -> int:
 
 def cmd_lead3(args) -> int:
     from agentsum.config import Config
-    from agentsum.evaluate import write_results
-    from agentsum.language import text_processor
-    from agentsum.rouge import format_rouge
+    from agentsum.evaluation.evaluate import write_results
+    from agentsum.data.language import text_processor
+    from agentsum.evaluation.rouge import format_rouge
 
     d = load_config(args.config).data if args.config else Config().data
     language = text_processor(d)
@@ -233,7 +234,7 @@ def cmd_lead3(args) -> int:
 def cmd_export(args) -> int:
     import torch
 
-    from agentsum.checkpoint import export_inference
+    from agentsum.training.checkpoint import export_inference
 
     export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), args.overrides)
     size = Path(args.out).stat().st_size
@@ -254,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    from agentsum.checkpoint import CheckpointError
-    from agentsum.corpus import DataError
+    from agentsum.training.checkpoint import CheckpointError
+    from agentsum.data.corpus import DataError
 
     try:
         handler = COMMANDS.get(args.command) or args.func

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from agentsum.search import SearchConfig
+from agentsum.decoding.search import SearchConfig
 
 
 class ConfigError(ValueError):

@@ -1,7 +1,6 @@
 """The Python API: load a model once, summarize texts.
 
     from agentsum import Summarizer
-
     summarizer = Summarizer()                          # the English dialogue model shipped with agentsum
     summarizer("Amanda: I baked cookies. Do you want some?\nJerry: Sure!")
     # -> 'Amanda baked cookies and will bring Jerry some.'   (the shipped model's words may differ)
@@ -21,12 +20,12 @@ from pathlib import Path
 
 import torch
 
-from agentsum import checkpoint as checkpoints
-from agentsum.corpus import DataError, Example
-from agentsum.dataset import NO_WORDS, has_words, prepare_all
-from agentsum.evaluate import summarize_documents
-from agentsum.language import text_processor
-from agentsum.search import SearchConfig
+from agentsum.training import checkpoint as checkpoints
+from agentsum.data.corpus import DataError, Example
+from agentsum.data.dataset import NO_WORDS, has_words, prepare_all
+from agentsum.evaluation.evaluate import summarize_documents
+from agentsum.data.language import text_processor
+from agentsum.decoding.search import SearchConfig
 
 
 class Summarizer:
@@ -41,7 +40,7 @@ class Summarizer:
                  max_length: int | None = None, raw: bool = False, batch_size: int = 16) -> str | list[str]:
         """The summary of one text (a string), or of each text of a list, in order.
 
-        A text with no words (after preprocessing) is a :class:`agentsum.corpus.DataError`.
+        A text with no words (after preprocessing) is a :class:`agentsum.data.corpus.DataError`.
         """
         single = isinstance(texts, str)
         items = [texts] if single else list(texts)

@@ -35,12 +35,12 @@ def measure(preset: str, args) -> dict:
     import torch
 
     from agentsum.config import load_config
-    from agentsum.corpus import load_examples
-    from agentsum.dataset import iterate_global_batches, prepare_all, sorted_batches, to_batch
+    from agentsum.data.corpus import load_examples
+    from agentsum.data.dataset import iterate_global_batches, prepare_all, sorted_batches, to_batch
     from agentsum.models import build_model
-    from agentsum.objectives import build_objective
-    from agentsum.search import SearchConfig, search
-    from agentsum.train import build_vocab
+    from agentsum.training.objectives import build_objective
+    from agentsum.decoding.search import SearchConfig, search
+    from agentsum.training.trainer import build_vocab
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -51,7 +51,7 @@ def measure(preset: str, args) -> dict:
     vocab = build_vocab(docs, config.data.vocab_size)
     model = build_model(config.model, len(vocab))
     if args.checkpoint:
-        from agentsum.checkpoint import load_model
+        from agentsum.training.checkpoint import load_model
 
         model, vocab, _, _ = load_model(args.checkpoint)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)

@@ -54,7 +54,7 @@ DATA = ROOT.parent / "shared" / "data"
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
 sys.path.insert(0, str(ROOT))
-from agentsum.vocab import SPECIALS
+from agentsum.data.vocab import SPECIALS
 
 TASKS = {
     "en": {

@@ -1,4 +1,4 @@
-"""Speed of ROUGE rewards on token ids (agentsum.reward) against Google's rouge-score, same run.
+"""Speed of ROUGE rewards on token ids (agentsum.training.rewards) against Google's rouge-score, same run.
 
     python benchmarks/bench_reward.py                  # 2,000 real CNN/DM pairs if present, else random
     python benchmarks/bench_reward.py --n 500 --repeats 5 --random
@@ -11,7 +11,7 @@ Timed, each on the same N pairs (inputs prepared beforehand, outside the timers;
                      exactly the tokens ours sees; its F1s are checked against ours in this run.
   ours               rouge_l / rouge_n on id lists.
   eq 22 prefixes     intermediate rewards for ROUGE-L: rouge-score on every sentence prefix of the
-                     candidate (the naive way) vs agentsum.reward.sentence_rewards (one LCS pass).
+                     candidate (the naive way) vs agentsum.training.rewards.sentence_rewards (one LCS pass).
   batch tensors      sentence_reward_matrix on (B, T) id tensors, B = --batch, to show the tensor
                      plumbing's cost.
 
@@ -35,7 +35,7 @@ SENTENCE_END_WORDS = (".", "!", "?")
 
 from rouge_score import rouge_scorer  # noqa: E402
 
-from agentsum.reward import (  # noqa: E402
+from agentsum.training.rewards import (  # noqa: E402
     lcs_prefix_lengths,
     rouge_l,
     rouge_n,

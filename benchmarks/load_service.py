@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.in_process:
         import torch
 
-        from agentsum.serve import background_server, create_app
+        from agentsum.serve.app import background_server, create_app
 
         if args.threads:
             torch.set_num_threads(args.threads)

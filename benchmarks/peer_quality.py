@@ -122,8 +122,8 @@ def train(task: dict, args, env: dict) -> float:
 
 def score(task: dict, args, env: dict, start: float) -> list[dict]:
     from agentsum.config import load_config
-    from agentsum.corpus import load_examples
-    from agentsum.language import text_processor
+    from agentsum.data.corpus import load_examples
+    from agentsum.data.language import text_processor
     from quality_curve import doubled_rate
 
     language = text_processor(load_config(task["preset"]).data)

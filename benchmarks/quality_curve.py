@@ -28,11 +28,11 @@ from pathlib import Path
 
 import torch
 
-from agentsum.checkpoint import load_model, read_checkpoint
-from agentsum.corpus import load_examples
-from agentsum.dataset import prepare_all
-from agentsum.evaluate import evaluate_model
-from agentsum.language import text_processor
+from agentsum.training.checkpoint import load_model, read_checkpoint
+from agentsum.data.corpus import load_examples
+from agentsum.data.dataset import prepare_all
+from agentsum.evaluation.evaluate import evaluate_model
+from agentsum.data.language import text_processor
 
 
 #: Words whose repetition within a few tokens is ordinary English ("the cat and the dog").

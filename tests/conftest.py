@@ -35,7 +35,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> str:
 def tiny_run(tmp_path_factory) -> dict:
     """Train the `tiny` preset for 30 steps; returns paths: checkpoint, run_dir, train, test."""
     from agentsum.config import load_config
-    from agentsum.train import Trainer
+    from agentsum.training.trainer import Trainer
 
     root = tmp_path_factory.mktemp("tiny_run")
     train = write_jsonl(root / "train.jsonl", synthetic_rows(24))

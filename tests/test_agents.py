@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from agentsum.agents import PAPER_AGENT_BUDGET, default_agent_budget, split_among_agents
+from agentsum.data.agents import PAPER_AGENT_BUDGET, default_agent_budget, split_among_agents
 
 
 def make_doc(*lengths):

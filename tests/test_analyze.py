@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agentsum.analyze import AnalysisError, add_parser, analyze, assign_bins, bin_edges, run, write_outputs
+from agentsum.evaluation.analyze import AnalysisError, add_parser, analyze, assign_bins, bin_edges, run, write_outputs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -54,7 +54,7 @@ _lock = threading.Lock()
 def fuzz_url(tiny_run):
     import torch
 
-    from agentsum.serve import background_server, create_app
+    from agentsum.serve.app import background_server, create_app
 
     torch.set_num_threads(1)
     app = create_app(tiny_run["checkpoint"], max_body_bytes=200_000, max_batch=8, batch_wait_ms=0,

@@ -181,7 +181,7 @@ def test_summarize_invalid_utf8_names_file_and_line(files, source):
 
 
 def test_cli_and_api_refuse_a_text_with_no_words_with_one_message(files, api):
-    from agentsum.dataset import NO_WORDS
+    from agentsum.data.dataset import NO_WORDS
 
     rc, out, err = run_cli(["summarize", "--checkpoint", files["checkpoint"], files["punctuation.txt"]])
     assert_clean_error(rc, err, f"punctuation.txt: {NO_WORDS}")
@@ -364,7 +364,7 @@ API_TEXTS = {
 
 @pytest.fixture(scope="module")
 def api(tiny_run):
-    from agentsum.serve import background_server, create_app
+    from agentsum.serve.app import background_server, create_app
 
     app = create_app(tiny_run["checkpoint"], max_body_bytes=3_000_000, max_texts=8, batch_wait_ms=0, threads=1)
     with background_server(app) as url, httpx.Client(base_url=url, timeout=60) as c:

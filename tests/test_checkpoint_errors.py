@@ -6,7 +6,7 @@ import pickle
 import pytest
 import torch
 
-from agentsum.checkpoint import CHECKPOINT_FORMAT, read_checkpoint, save_checkpoint
+from agentsum.training.checkpoint import CHECKPOINT_FORMAT, read_checkpoint, save_checkpoint
 from agentsum.cli import main
 
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from agentsum.chinese import (
+from agentsum.data.chinese import (
     CharTokenizer,
     WhitespaceTokenizer,
     article_sentences,

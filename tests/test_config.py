@@ -79,9 +79,9 @@ def test_unknown_keys_and_presets_are_errors(tmp_path):
 def test_bad_choices_fail_when_the_config_is_read(override, message, monkeypatch):
     """A misspelt value stops load_config itself, naming the key and the allowed values, before any
     corpus is read (the corpus readers would fail the test if they were reached)."""
-    import agentsum.corpus
+    import agentsum.data.corpus
 
-    monkeypatch.setattr(agentsum.corpus, "load_examples", lambda *a, **k: pytest.fail("corpus read"))
+    monkeypatch.setattr(agentsum.data.corpus, "load_examples", lambda *a, **k: pytest.fail("corpus read"))
     with pytest.raises(ConfigError) as error:
         load_config("tiny", [override])
     assert message in str(error.value)
@@ -100,12 +100,16 @@ def test_choices_agree_with_the_modules_that_act_on_them():
     """CHOICES is the schema; every value it allows is accepted downstream, and nothing more is offered."""
     import torch
 
-    from agentsum import chinese, rouge, schedule
+    from agentsum.data import chinese
+
+    from agentsum.evaluation import rouge
+
+    from agentsum.training import schedule
     from agentsum.config import CHOICES
-    from agentsum.distributed import choose_device
-    from agentsum.objectives import build_objective
-    from agentsum.train import OPTIMIZERS
-    from agentsum.vocab import Vocabulary
+    from agentsum.training.distributed import choose_device
+    from agentsum.training.objectives import build_objective
+    from agentsum.training.trainer import OPTIMIZERS
+    from agentsum.data.vocab import Vocabulary
 
     assert CHOICES["train.optimizer"] == tuple(OPTIMIZERS)
     assert CHOICES["train.schedule"] == schedule.SCHEDULES

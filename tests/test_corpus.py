@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from agentsum.corpus import (
+from agentsum.data.corpus import (
     DataError,
     Example,
     ReadStats,

@@ -5,10 +5,10 @@ import itertools
 import pytest
 import torch
 
-from agentsum.batch import make_batch
+from agentsum.data.batch import make_batch
 from agentsum.models.dca import DCA, DCAConfig, masked_softmax
-from agentsum.objectives import MLE
-from agentsum.vocab import BOS_ID, Vocabulary
+from agentsum.training.objectives import MLE
+from agentsum.data.vocab import BOS_ID, Vocabulary
 
 WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw".split()
 VOCAB = Vocabulary.build([WORDS])
@@ -116,7 +116,7 @@ def test_padding_does_not_change_outputs():
 def test_padding_to_a_multiple_does_not_change_the_loss():
     """train.pad_multiple rounds S and T up: the bLSTMs read each agent within its length and the
     loss is masked, so the extra positions change nothing."""
-    from agentsum.objectives import MLE
+    from agentsum.training.objectives import MLE
 
     model = tiny_model(pointer="multi", contextual_agent_attention=True, communication=True)
     plain = make_batch(DOCS, VOCAB, summaries=SUMMARIES)

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from conftest import synthetic_rows, write_jsonl
 
-from agentsum.humaneval import (
+from agentsum.evaluation.humaneval import (
     CRITERION_NAMES,
     HumanEvalError,
     add_parser,

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from agentsum.monitor import TrainingMonitor, format_duration
+from agentsum.training.monitor import TrainingMonitor, format_duration
 
 
 @pytest.mark.parametrize("live", [False, True])
@@ -32,7 +32,7 @@ def test_format_duration():
 
 
 def test_progress_shows_the_bound_that_stops_the_run(tmp_path, monkeypatch):
-    import agentsum.monitor as monitor_module
+    import agentsum.training.monitor as monitor_module
 
     for name in "abc":
         (tmp_path / name).mkdir()

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from agentsum.checkpoint import load_model, read_checkpoint
+from agentsum.training.checkpoint import load_model, read_checkpoint
 from agentsum.cli import main
 from agentsum.config import load_config
 from agentsum.models import TransformerPG
-from agentsum.train import Trainer
+from agentsum.training.trainer import Trainer
 from conftest import write_jsonl
 
 ZH_ROWS = [

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from agentsum.plot import MetricsError, add_parser, plot_run, read_metrics, run, series, smooth
+from agentsum.evaluation.plot import MetricsError, add_parser, plot_run, read_metrics, run, series, smooth
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -104,7 +104,7 @@ def test_loss_panel_draws_the_nll_only_where_it_differs_from_the_loss():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentsum.plot import panel_loss
+    from agentsum.evaluation.plot import panel_loss
 
     mle = [{"step": s, "time": float(s), "loss": 3.0 - s / 100, "nll": 3.0 - s / 100} for s in range(1, 40)]
     mixed = [{**r, "loss": r["loss"] + 0.5, "rl": 0.1} for r in mle]

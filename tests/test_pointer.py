@@ -2,7 +2,7 @@
 
 import torch
 
-from agentsum.pointer import CopyDistribution
+from agentsum.models.pointer import CopyDistribution
 
 
 def make(requires_grad: bool, seed: int = 0):
@@ -33,7 +33,7 @@ def test_log_prob_of_target_equals_the_full_distribution_entry():
 
 
 def test_target_log_softmax_matches_log_softmax_gather_with_gradients():
-    from agentsum.pointer import target_log_softmax
+    from agentsum.models.pointer import target_log_softmax
 
     g = torch.Generator().manual_seed(5)
     logits = torch.randn(3, 4, 9, dtype=torch.float64, generator=g, requires_grad=True)

@@ -21,14 +21,14 @@ import torch
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from agentsum import chinese, text
-from agentsum.agents import split_among_agents
-from agentsum.batch import make_batch
+from agentsum.data import chinese, text
+from agentsum.data.agents import split_among_agents
+from agentsum.data.batch import make_batch
 from agentsum.models import build_model
-from agentsum.reward import score as id_score
-from agentsum.rouge import rouge, rouge_per_document
-from agentsum.search import SearchConfig, search, to_words
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
+from agentsum.training.rewards import score as id_score
+from agentsum.evaluation.rouge import rouge, rouge_per_document
+from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
 
 torch.set_num_threads(1)
 

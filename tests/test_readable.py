@@ -1,7 +1,7 @@
 """Readable output: casing restored from the source, PTB tokens detokenized, sentences capitalized."""
 
-from agentsum.readable import Casing, capitalize_first, detokenize, readable
-from agentsum.text import tokenize
+from agentsum.data.readable import Casing, capitalize_first, detokenize, readable
+from agentsum.data.text import tokenize
 
 DIALOGUE = (
     "Amanda: I baked cookies. Do you want some?\n"

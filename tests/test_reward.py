@@ -1,4 +1,4 @@
-"""agentsum.reward against Google's rouge-score (no stemming, same tokens) and plain DP."""
+"""agentsum.training.rewards against Google's rouge-score (no stemming, same tokens) and plain DP."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from rouge_score import rouge_scorer
 
-from agentsum.reward import (
+from agentsum.training.rewards import (
     Score,
     lcs_length,
     lcs_prefix_lengths,

@@ -1,7 +1,7 @@
 import pytest
 from rouge_score import rouge_scorer
 
-from agentsum.rouge import rouge, rouge_per_document
+from agentsum.evaluation.rouge import rouge, rouge_per_document
 
 PREDICTIONS = ["the cat sat\non the mat", "police arrested two men .\nthey were charged", "nothing in common"]
 REFERENCES = ["the cat sat on the mat", "two men were arrested by police .\nboth were charged on monday", "a b c"]
@@ -43,7 +43,7 @@ def test_length_mismatch_is_an_error():
 
 # --- Chinese ROUGE -------------------------------------------------------------------------------
 
-from agentsum.rouge import CharTokenizer, WhitespaceTokenizer, rouge_for_language  # noqa: E402
+from agentsum.evaluation.rouge import CharTokenizer, WhitespaceTokenizer, rouge_for_language  # noqa: E402
 
 # Chinese only (no ASCII words, which CharTokenizer keeps whole), with punctuation and two-line texts.
 ZH_PREDICTIONS = ["我爱北京", "林志颖公司涉嫌虚假营销\n无厂房无研发", "女子用板车拉母亲环游中国，走了两万里", "完全不同"]
@@ -51,7 +51,7 @@ ZH_REFERENCES = ["我爱上海", "林志颖公司疑涉虚假营销无厂房无�
 
 
 class _PerCharacter:
-    """The obvious per-character tokenizer, written independently of agentsum.chinese."""
+    """The obvious per-character tokenizer, written independently of agentsum.data.chinese."""
 
     def tokenize(self, text):
         return [c.lower() for c in text if not c.isspace()]

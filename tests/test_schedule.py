@@ -1,9 +1,9 @@
-"""Learning-rate schedules (agentsum.schedule)."""
+"""Learning-rate schedules (agentsum.training.schedule)."""
 
 import pytest
 import torch
 
-from agentsum.schedule import build_scheduler, noam, noam_vaswani
+from agentsum.training.schedule import build_scheduler, noam, noam_vaswani
 
 
 def test_noam_warms_up_linearly_and_peaks_at_peak_lr():

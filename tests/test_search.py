@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from agentsum.batch import Batch, make_batch
-from agentsum.search import (
+from agentsum.data.batch import Batch, make_batch
+from agentsum.decoding.search import (
     Hypotheses,
     SearchConfig,
     StepModel,
@@ -20,7 +20,7 @@ from agentsum.search import (
     search,
     to_words,
 )
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
 
 WORDS = ["a", "b", "c", "d", "e", "f", "g", "x", "y", "z"]
 VOCAB = Vocabulary(list(SPECIALS) + WORDS)

@@ -1,4 +1,4 @@
-"""The HTTP service against a real uvicorn server on a free loopback port (agentsum.serve)."""
+"""The HTTP service against a real uvicorn server on a free loopback port (agentsum.serve.app)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ MAX_BODY = 200_000
 
 @pytest.fixture(scope="module")
 def app(tiny_run):
-    from agentsum.serve import create_app
+    from agentsum.serve.app import create_app
 
     return create_app(tiny_run["checkpoint"], max_body_bytes=MAX_BODY, max_batch=16, batch_wait_ms=50,
                       max_texts=MAX_TEXTS)
@@ -26,7 +26,7 @@ def app(tiny_run):
 
 @pytest.fixture(scope="module")
 def client(app):
-    from agentsum.serve import background_server
+    from agentsum.serve.app import background_server
 
     with background_server(app) as url, httpx.Client(base_url=url, timeout=60) as c:
         yield c
@@ -55,7 +55,7 @@ def test_summarize_one_text(client):
     assert len(s["words"]) == len(s["tokens"])
     assert [w.lower() for w in s["words"]] == s["tokens"]  # the same tokens, cased for display
     assert s["sentences"][0][0] == s["sentences"][0][0].upper()  # sentences start with a capital or digit
-    from agentsum.readable import detokenize
+    from agentsum.data.readable import detokenize
 
     assert " ".join(s["sentences"]) == detokenize(s["words"])
 
@@ -113,8 +113,8 @@ def test_attention_payload(client):
 
 def test_attention_equals_decoding_time_attention(app, client):
     """The teacher-forced re-run gives the attention search saw while decoding."""
-    from agentsum.dataset import to_batch
-    from agentsum.search import search
+    from agentsum.data.dataset import to_batch
+    from agentsum.decoding.search import search
 
     text = articles(1, seed=9)[0]
     r = client.post("/v1/summarize", json={"text": text, "min_length": 8, "attention": True})
@@ -317,8 +317,8 @@ def test_concurrent_requests_are_batched(app, client):
 
 
 def test_create_app_rejects_a_bad_checkpoint(tmp_path):
-    from agentsum.checkpoint import CheckpointError
-    from agentsum.serve import create_app
+    from agentsum.training.checkpoint import CheckpointError
+    from agentsum.serve.app import create_app
 
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
@@ -327,7 +327,7 @@ def test_create_app_rejects_a_bad_checkpoint(tmp_path):
 
 
 def test_cli_parser():
-    from agentsum.serve import add_parser
+    from agentsum.serve.app import add_parser
 
     parser = argparse.ArgumentParser(prog="agentsum")
     parser.add_argument("--threads", type=int)
@@ -360,7 +360,7 @@ def test_requests_with_different_settings_are_not_mixed(client):
 
 
 def test_full_queue_answers_503(tiny_run):
-    from agentsum.serve import background_server, create_app
+    from agentsum.serve.app import background_server, create_app
 
     app = create_app(tiny_run["checkpoint"], max_texts=1, max_pending=1, batch_wait_ms=400)
     n = 4

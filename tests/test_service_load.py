@@ -36,7 +36,7 @@ _spec.loader.exec_module(load_service)
 
 @pytest.fixture(scope="module")
 def server(tiny_run):
-    from agentsum.serve import background_server, create_app
+    from agentsum.serve.app import background_server, create_app
 
     torch.set_num_threads(1)
     app = create_app(tiny_run["checkpoint"], max_batch=16, batch_wait_ms=10, max_texts=MAX_TEXTS, threads=1)

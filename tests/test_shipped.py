@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentsum import checkpoint as ckpt
-from agentsum.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
+from agentsum.training import checkpoint as ckpt
+from agentsum.training.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
 from agentsum.cli import main
 
 
@@ -43,7 +43,7 @@ def test_summarize_without_checkpoint_uses_the_shipped_model(tiny_run, tmp_path,
     first_letter = next(ch for ch in readable if ch.isalpha())
     assert readable != raw and first_letter.isupper()
     # same words: casing and spacing are all that change
-    from agentsum.readable import detokenize
+    from agentsum.data.readable import detokenize
     assert readable.lower().replace(" ", "") == detokenize(raw.split()).lower().replace(" ", "")
     if "fox" in raw.split():
         assert "Fox" in readable  # cased as in the article ("Fox" mid-sentence)
@@ -77,7 +77,7 @@ def test_export_command(tiny_run, tmp_path, capsys):
 
 def test_python_api_summarizes_a_text_and_a_list(tiny_run, tmp_path, monkeypatch):
     from agentsum import Summarizer
-    from agentsum.corpus import DataError
+    from agentsum.data.corpus import DataError
 
     summarizer = Summarizer(tiny_run["checkpoint"])
     text = "The Fox saw a cat near the Tower. The owl met a dog near the river."

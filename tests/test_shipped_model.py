@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from agentsum.checkpoint import default_checkpoint, load_model, read_checkpoint
-from agentsum.corpus import load_examples
-from agentsum.dataset import prepare_all
-from agentsum.evaluate import evaluate_model, summarize_documents
-from agentsum.language import text_processor
+from agentsum.training.checkpoint import default_checkpoint, load_model, read_checkpoint
+from agentsum.data.corpus import load_examples
+from agentsum.data.dataset import prepare_all
+from agentsum.evaluation.evaluate import evaluate_model, summarize_documents
+from agentsum.data.language import text_processor
 
 CHATS = Path(__file__).parent / "data" / "chats.jsonl"  # written for this test, not from any corpus
 SAMSUM_VALID = Path(__file__).parents[2] / "shared" / "data" / "samsum" / "valid.jsonl"

@@ -1,6 +1,6 @@
 import pytest
 
-from agentsum.text import (
+from agentsum.data.text import (
     article_sentences,
     join_sentences,
     split_generated,
@@ -145,7 +145,7 @@ def test_split_generated_splits_after_end_tokens():
 
 
 def test_dialogue_articles_keep_one_sentence_per_utterance_with_the_speaker():
-    from agentsum.text import article_sentences
+    from agentsum.data.text import article_sentences
 
     dialogue = "Amanda: I baked cookies. Do you want some?\r\n\r\nJerry: Sure!\nAmanda: (CNN) -- ok"
     assert article_sentences(dialogue, dialogue=True) == [
@@ -159,8 +159,8 @@ def test_dialogue_articles_keep_one_sentence_per_utterance_with_the_speaker():
 
 def test_dialogue_preset_splits_agents_along_utterances():
     from agentsum.config import load_config
-    from agentsum.corpus import Example
-    from agentsum.dataset import prepare
+    from agentsum.data.corpus import Example
+    from agentsum.data.dataset import prepare
 
     config = load_config("samsum-m6")
     lines = [f"Speaker{i}: " + " ".join(["word"] * 8) for i in range(6)]  # 6 utterances of 10 tokens
@@ -170,7 +170,7 @@ def test_dialogue_preset_splits_agents_along_utterances():
 
 
 def test_cnn_update_marker_is_removed_from_highlights():
-    from agentsum.text import summary_sentences
+    from agentsum.data.text import summary_sentences
 
     assert summary_sentences("NEW: Bush says he is saddened .\nTwo die in the crash") == [
         ["bush", "says", "he", "is", "saddened", "."], ["two", "die", "in", "the", "crash", "."]]

@@ -5,15 +5,15 @@ import json
 import pytest
 import torch
 
-from agentsum.batch import make_batch, round_up
-from agentsum.checkpoint import CheckpointError, load_model, read_checkpoint
+from agentsum.data.batch import make_batch, round_up
+from agentsum.training.checkpoint import CheckpointError, load_model, read_checkpoint
 from agentsum.cli import main
 from agentsum.config import load_config
 from agentsum.models.dca import DCA, DCAConfig
-from agentsum.objectives import MLE
-from agentsum.search import SearchConfig, search, to_words
-from agentsum.train import Trainer
-from agentsum.vocab import Vocabulary
+from agentsum.training.objectives import MLE
+from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.training.trainer import Trainer
+from agentsum.data.vocab import Vocabulary
 from conftest import synthetic_rows, write_jsonl
 
 def test_tiny_model_overfits_eight_examples_and_greedy_reproduces_them():
@@ -188,7 +188,7 @@ def test_skip_bad_counts_and_reports_bad_lines(tmp_path, capsys):
 
 
 def test_bf16_dca_on_a_cpu_without_bf16_kernels_is_a_clear_error(tmp_path, monkeypatch):
-    import agentsum.train as train_module
+    import agentsum.training.trainer as train_module
 
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))
     monkeypatch.setattr(train_module, "cpu_has_bf16", lambda: False)
@@ -198,7 +198,7 @@ def test_bf16_dca_on_a_cpu_without_bf16_kernels_is_a_clear_error(tmp_path, monke
 
 @pytest.mark.parametrize("model", ["dca", "transformer_pg"])
 def test_bf16_autocast_trains_on_cpu_close_to_fp32(tmp_path, model):
-    from agentsum.train import cpu_has_bf16
+    from agentsum.training.trainer import cpu_has_bf16
 
     if model == "dca" and not cpu_has_bf16():
         pytest.skip("this CPU has no bf16 LSTM kernels (no AVX512-BF16 / AMX); the refusal is tested above")
@@ -222,7 +222,7 @@ def test_bf16_autocast_trains_on_cpu_close_to_fp32(tmp_path, model):
 
 
 def test_pad_multiple_defaults_to_8_under_bf16_and_rounds_training_batches(tmp_path, monkeypatch):
-    import agentsum.train as train_module
+    import agentsum.training.trainer as train_module
 
     monkeypatch.setattr(train_module, "cpu_has_bf16", lambda: True)  # batches only: no bf16 kernel runs
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(8))

@@ -6,12 +6,12 @@ import itertools
 import pytest
 import torch
 
-from agentsum.batch import make_batch
+from agentsum.data.batch import make_batch
 from agentsum.config import fill_dataclass
 from agentsum.models.transformer_pg import TransformerPG, TransformerPGConfig
-from agentsum.objectives import MLE, sample_and_greedy
-from agentsum.search import SearchConfig, greedy_search, search, to_words
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.training.objectives import MLE, sample_and_greedy
+from agentsum.decoding.search import SearchConfig, greedy_search, search, to_words
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 WORDS = "疫情 城市 增加 了 。 医院 发布 报告 ， 患者 减少 病毒 防控 新 措施 今天 我们 的 在 政府".split()
 VOCAB = Vocabulary.build([WORDS])

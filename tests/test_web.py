@@ -60,7 +60,7 @@ def browser_paths() -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def server(tiny_run):
-    from agentsum.serve import background_server, create_app
+    from agentsum.serve.app import background_server, create_app
 
     app = create_app(tiny_run["checkpoint"], batch_wait_ms=0)
     with background_server(app) as url:

@@ -6,7 +6,7 @@ Shape notation:
     V  fixed vocabulary     V_ext  V + OOV words of the batch (copy targets)
 
 The model only offers distributions (``forward`` for teacher forcing, ``encode``/``init_state``/
-``step`` for search); losses live in ``agentsum.objectives`` and search in ``agentsum.search``.
+``step`` for search); losses live in ``agentsum.training.objectives`` and search in ``agentsum.decoding.search``.
 
 Choices where the paper is silent or ambiguous (also in docs/model.md):
 * Eq (7) as printed, ``v1^T tanh(W3 h + W4 z)``, is a scalar, but it is the input of a bLSTM
@@ -36,11 +36,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from agentsum.batch import Batch
+from agentsum.data.batch import Batch
 from agentsum.models.additive import additive_scores
 from agentsum.models.dropout import Dropout
-from agentsum.pointer import CopyDistribution
-from agentsum.vocab import PAD_ID, UNK_ID
+from agentsum.models.pointer import CopyDistribution
+from agentsum.data.vocab import PAD_ID, UNK_ID
 
 POINTERS = ("none", "single", "multi")
 AGENT_STATES = ("last", "ends")  # what "the last hidden state" of an agent is (eq 6, s_0)

@@ -4,7 +4,7 @@ A post-norm Transformer encoder-decoder (Vaswani et al., 2017) whose decoder rea
 step's attention vector (input feeding, Luong et al., 2015) and whose output mixes generation and
 copying (See et al., 2017). Paper settings (section 3.1): 6 + 6 layers, d_model 512, 8 heads,
 d_ff 2048, ReLU, sinusoidal positions, Noam warm-up 4,000 steps with peak lr 0.0005
-(``agentsum.schedule``), batch 32, source <= 150 tokens, summary <= 25 tokens, beam 4.
+(``agentsum.training.schedule``), batch 32, source <= 150 tokens, summary <= 25 tokens, beam 4.
 
 Shape notation:
     B  documents              A  agents, S tokens per agent (``Batch.src_ids`` is (B, A, S))
@@ -14,8 +14,8 @@ Shape notation:
     V  fixed vocabulary       V_ext  V + OOV words of the batch (copy targets)
 
 Interface: identical to ``agentsum.models.dca.DCA`` (``encode`` / ``init_state`` / ``step`` /
-``step_distribution`` / ``forward`` / ``target_ids``), so ``agentsum.search`` and
-``agentsum.objectives`` run it unchanged. Copying goes through ``agentsum.pointer.CopyDistribution``.
+``step_distribution`` / ``forward`` / ``target_ids``), so ``agentsum.decoding.search`` and
+``agentsum.training.objectives`` run it unchanged. Copying goes through ``agentsum.models.pointer.CopyDistribution``.
 
 Equations (paper section 2.2, with t the decoder step; the paper's i):
     embX_t = E[y_t] * sqrt(D) + PE(t)                         (PE: sinusoidal, section 2.2)
@@ -69,11 +69,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from agentsum.batch import Batch
+from agentsum.data.batch import Batch
 from agentsum.models.dca import Attention, DecoderOutput, masked_softmax
 from agentsum.models.dropout import Dropout
-from agentsum.pointer import CopyDistribution
-from agentsum.vocab import PAD_ID, UNK_ID
+from agentsum.models.pointer import CopyDistribution
+from agentsum.data.vocab import PAD_ID, UNK_ID
 
 COPY_HEADS = ("mean", "first")
 

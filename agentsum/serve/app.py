@@ -59,20 +59,20 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from agentsum.checkpoint import load_model
-from agentsum.serve_options import add_arguments as _add_arguments
-from agentsum.serve_options import add_parser  # noqa: F401 - part of this module's API
-from agentsum.corpus import Example
-from agentsum.dataset import NO_WORDS, Document, has_words, prepare_all, shown_agents, to_batch
-from agentsum.language import text_processor
-from agentsum.search import SearchConfig, search, to_words
-from agentsum.vocab import BOS_ID, PAD_ID
+from agentsum.training.checkpoint import load_model
+from agentsum.serve.options import add_arguments as _add_arguments
+from agentsum.serve.options import add_parser  # noqa: F401 - part of this module's API
+from agentsum.data.corpus import Example
+from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, shown_agents, to_batch
+from agentsum.data.language import text_processor
+from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.data.vocab import BOS_ID, PAD_ID
 
 __all__ = ["TOP_K", "Batcher", "Summarizer", "add_parser", "background_server", "create_app", "main", "run"]
 
 log = logging.getLogger("agentsum.serve")
 
-WEB_DIR = Path(__file__).parent / "web"
+WEB_DIR = Path(__file__).parent.parent / "web"
 #: Source words reported per output token in the attention payload.
 TOP_K = 5
 MAX_BEAM = 16
@@ -816,7 +816,7 @@ def run(args) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(levelname)s: %(message)s")
     threads = getattr(args, "serve_threads", None) or getattr(args, "threads", None)
-    from agentsum.checkpoint import default_checkpoint
+    from agentsum.training.checkpoint import default_checkpoint
 
     app = create_app(args.checkpoint or default_checkpoint(), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                      batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads)
@@ -827,7 +827,7 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m agentsum.serve --checkpoint CKPT ...`` (the same options as ``agentsum serve``)."""
-    from agentsum.checkpoint import CheckpointError
+    from agentsum.training.checkpoint import CheckpointError
 
     parser = argparse.ArgumentParser(prog="python -m agentsum.serve", description="Serve a checkpoint over HTTP.")
     _add_arguments(parser)
@@ -838,6 +838,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentsum serve: error: {e}")
         return 2
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

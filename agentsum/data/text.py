@@ -7,7 +7,7 @@ it offline with a regex tokenizer and ``blingfire`` sentence splitting. The diff
 (brackets are kept as ``(`` ``)`` instead of ``-lrb-``, quotes are not turned into `` and '') do
 not matter for a model trained and evaluated with the same preprocessing.
 
-Sentence structure is kept (``list[list[str]]``) because the agent split (:mod:`agentsum.agents`)
+Sentence structure is kept (``list[list[str]]``) because the agent split (:mod:`agentsum.data.agents`)
 cuts at sentence boundaries and rougeLsum scores sentence by sentence.
 """
 
@@ -139,7 +139,7 @@ def dialogue_utterances(text: str) -> list[str]:
     ``Speaker: text``, kept whole as one sentence with its speaker name.
 
     Choice: an utterance, not a grammatical sentence, is the unit, so that the agent split
-    (:mod:`agentsum.agents`) never gives one speaker's turn to two agents and Lead-3 means the
+    (:mod:`agentsum.data.agents`) never gives one speaker's turn to two agents and Lead-3 means the
     first three turns (the baseline of Gliwa et al., 2019). Multi-sentence turns stay whole.
     """
     return [line.strip() for line in clean_text(text).splitlines() if line.strip()]

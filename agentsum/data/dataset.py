@@ -10,12 +10,12 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from agentsum.agents import default_agent_budget, split_among_agents
-from agentsum.batch import Batch, make_batch
+from agentsum.data.agents import default_agent_budget, split_among_agents
+from agentsum.data.batch import Batch, make_batch
 from agentsum.config import DataConfig
-from agentsum.corpus import Example
-from agentsum.language import TextProcessor, text_processor
-from agentsum.vocab import Vocabulary
+from agentsum.data.corpus import Example
+from agentsum.data.language import TextProcessor, text_processor
+from agentsum.data.vocab import Vocabulary
 
 
 @dataclass

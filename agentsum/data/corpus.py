@@ -428,7 +428,7 @@ def load_examples(
 
     ``hf:NAME[:CONFIG[:SPLIT]]`` -> Hugging Face; a directory -> its ``.story`` files; a
     ``.story`` file -> one story; an LCSTS PART file (``<doc id=...>`` blocks) or a ``.tsv`` ->
-    ``agentsum.lcsts`` (``min_human_label`` keeps pairs scored at least that; 3 gives the standard
+    ``agentsum.data.lcsts`` (``min_human_label`` keeps pairs scored at least that; 3 gives the standard
     PART III test set); a ``.json`` file -> one JSON array of objects (the original SAMSum files);
     anything else -> JSON Lines (``.gz`` allowed). Default field names fall back to their
     :data:`FIELD_ALIASES` (``dialogue`` for ``article``, ...). Slicing counts
@@ -453,7 +453,7 @@ def load_examples(
                 path, article_field, summary_field, id_field, skip_bad, require_summary, stats
             )
         elif min_human_label is not None or _is_lcsts(path):
-            from agentsum.lcsts import load_lcsts
+            from agentsum.data.lcsts import load_lcsts
 
             examples = load_lcsts(path, min_human_label, skip_bad, require_summary, stats)
         else:
@@ -472,7 +472,7 @@ def load_examples(
 
 
 def _is_lcsts(path: Path) -> bool:
-    from agentsum.lcsts import sniff_lcsts
+    from agentsum.data.lcsts import sniff_lcsts
 
     return path.name.lower().removesuffix(".gz").endswith(".tsv") or sniff_lcsts(path)
 

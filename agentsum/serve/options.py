@@ -32,6 +32,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from agentsum.serve import run as serve
+    from agentsum.serve.app import run as serve
 
     return serve(args)

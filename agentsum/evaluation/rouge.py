@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentsum.chinese import CharTokenizer, WhitespaceTokenizer  # noqa: F401 - part of this module's API
-from agentsum.chinese import tokenize as _zh_tokenize
+from agentsum.data.chinese import CharTokenizer, WhitespaceTokenizer  # noqa: F401 - part of this module's API
+from agentsum.data.chinese import tokenize as _zh_tokenize
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeLsum")
 LANGUAGES = ("en", "zh")

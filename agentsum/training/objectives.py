@@ -17,17 +17,17 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from agentsum.batch import Batch
-from agentsum.distributed import unwrap
-from agentsum.reward import sentence_reward_matrix, sequence_rewards
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.data.batch import Batch
+from agentsum.training.distributed import unwrap
+from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 SENTENCE_END_TOKENS = (".", "!", "?")
 
 
 def sentence_end_ids(vocab: Vocabulary) -> list[int]:
     """Ids of the sentence delimiters. The paper uses '.'; '!' and '?' end sentences too, and the
-    preprocessing (``agentsum.text``) splits sentences at all three."""
+    preprocessing (``agentsum.data.text``) splits sentences at all three."""
     return [vocab.stoi[t] for t in SENTENCE_END_TOKENS if t in vocab.stoi]
 
 

@@ -19,7 +19,7 @@ closed (the max-share panel cuts [1/A, 1]); ``--binning quantile`` uses the quan
 panel's values instead, so the bins hold about equally many documents. A summary with no tokens
 has no attention and is left out of the bins (counted as ``empty_summaries``).
 
-ROUGE-L is rougeLsum F1 in percent, per document, from :func:`agentsum.rouge.rouge_per_document`,
+ROUGE-L is rougeLsum F1 in percent, per document, from :func:`agentsum.evaluation.rouge.rouge_per_document`,
 the numbers ``evaluate`` averages.
 
 Outputs in ``--out`` (default: next to the checkpoint, ``analysis-<data name>``):
@@ -65,7 +65,7 @@ def average_attention(g: torch.Tensor) -> list[float] | None:
 def decode_with_attention(model, vocab, docs, search_config, batch_size: int = 16,
                           progress=None) -> tuple[list[list[str]], list[list[float] | None]]:
     """Summary tokens and average agent attention of every document, in the order given."""
-    from agentsum.evaluate import summarize_documents
+    from agentsum.evaluation.evaluate import summarize_documents
 
     tokens, attention = summarize_documents(model, vocab, docs, search_config, batch_size, progress,
                                             with_attention=True)
@@ -180,11 +180,11 @@ def analyze(checkpoint: str | Path, data: str, *, start: int | None = None, end:
 
     ``search_overrides`` (e.g. ``{"beam_size": 5}``) change each checkpoint's own search config.
     """
-    from agentsum.checkpoint import load_model
-    from agentsum.corpus import load_examples
-    from agentsum.dataset import prepare_all
-    from agentsum.evaluate import summarize_documents
-    from agentsum.language import text_processor
+    from agentsum.training.checkpoint import load_model
+    from agentsum.data.corpus import load_examples
+    from agentsum.data.dataset import prepare_all
+    from agentsum.evaluation.evaluate import summarize_documents
+    from agentsum.data.language import text_processor
 
     overrides = search_overrides or {}
     model, vocab, config, _ = load_model(checkpoint)
@@ -312,7 +312,7 @@ def markdown_table(result: dict) -> str:
 
 
 def write_outputs(out_dir: str | Path, result: dict, dpi: int = 120) -> list[Path]:
-    from agentsum.evaluate import write_results
+    from agentsum.evaluation.evaluate import write_results
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -445,9 +445,9 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from agentsum.checkpoint import CheckpointError
+    from agentsum.training.checkpoint import CheckpointError
     from agentsum.cli import _progress, search_overrides
-    from agentsum.corpus import DataError
+    from agentsum.data.corpus import DataError
 
     try:
         if args.bins < 1:

@@ -20,7 +20,7 @@ import torch
 
 from agentsum.config import Config, ConfigError, apply_overrides
 from agentsum.models import build_model
-from agentsum.vocab import Vocabulary
+from agentsum.data.vocab import Vocabulary
 
 
 class CheckpointError(ValueError):

@@ -18,19 +18,19 @@ from pathlib import Path
 import torch
 import yaml
 
-from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
+from agentsum.training.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.config import Config, DataSource
-from agentsum.corpus import ReadStats, load_examples
-from agentsum import distributed
-from agentsum.batch import Batch, round_up
-from agentsum.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
-from agentsum.language import text_processor
+from agentsum.data.corpus import ReadStats, load_examples
+from agentsum.training import distributed
+from agentsum.data.batch import Batch, round_up
+from agentsum.data.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
+from agentsum.data.language import text_processor
 from agentsum.models import build_model
-from agentsum.monitor import TrainingMonitor, format_duration, log
-from agentsum.objectives import MLE, build_objective
-from agentsum.schedule import build_scheduler
-from agentsum.search import SearchConfig
-from agentsum.vocab import Vocabulary
+from agentsum.training.monitor import TrainingMonitor, format_duration, log
+from agentsum.training.objectives import MLE, build_objective
+from agentsum.training.schedule import build_scheduler
+from agentsum.decoding.search import SearchConfig
+from agentsum.data.vocab import Vocabulary
 
 
 def load_documents(source: DataSource, config: Config) -> list[Document]:
@@ -72,7 +72,7 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
 
 def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
     """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``."""
-    from agentsum.evaluate import evaluate_model
+    from agentsum.evaluation.evaluate import evaluate_model
 
     model.eval()
     search = SearchConfig(beam_size=1, max_length=config.search.max_length)
@@ -216,8 +216,7 @@ class Trainer:
 
     def _init_embeddings(self, spec: str) -> None:
         """Initialise the word embeddings from pretrained vectors (DCA: GloVe; LCSTS paper: word2vec)."""
-        from agentsum import embeddings
-
+        from agentsum.training import embeddings
         dim = self.model.embedding.embedding_dim
         if spec == "word2vec":
             sentences = ([t for chunk in d.agents for t in chunk] for d in self.train_docs)

@@ -185,7 +185,7 @@ def make_sheets(a_path: str | Path, b_path: str | Path, data: str, out_dir: str 
                 article_field: str = "article", summary_field: str = "summary", id_field: str = "id",
                 start: int | None = None, end: int | None = None) -> dict:
     """Write the sheets and ``key.json``; returns the key."""
-    from agentsum.corpus import load_examples
+    from agentsum.data.corpus import load_examples
 
     if n < 1:
         raise HumanEvalError(f"--n must be at least 1, got {n}")
@@ -668,7 +668,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from agentsum.corpus import DataError
+    from agentsum.data.corpus import DataError
 
     try:
         if args.humaneval_command == "make":

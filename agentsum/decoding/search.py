@@ -30,8 +30,8 @@ from typing import Protocol, Self, runtime_checkable
 
 import torch
 
-from agentsum.batch import Batch
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.data.batch import Batch
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 __all__ = [
     "SearchConfig",
@@ -225,7 +225,7 @@ def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int
 def _check_model(model: StepModel) -> None:
     for name in ("encode", "init_state", "step"):
         if not callable(getattr(model, name, None)):
-            raise TypeError(f"model lacks {name}(); see agentsum.search.StepModel")
+            raise TypeError(f"model lacks {name}(); see agentsum.decoding.search.StepModel")
 
 
 def _scored_step(

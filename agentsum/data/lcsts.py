@@ -25,10 +25,10 @@ files), or any column order with a header line that names the columns: ``summary
 Fields are split at tabs with no quoting: quotes are literal, and a field cannot hold a tab or a
 line break.
 
-JSON Lines (fields ``article``, ``summary``) is read by :func:`agentsum.corpus.read_jsonl`;
+JSON Lines (fields ``article``, ``summary``) is read by :func:`agentsum.data.corpus.read_jsonl`;
 :func:`load_lcsts` picks the reader by extension and content. All readers yield
-:class:`agentsum.corpus.Example` records and raise :class:`agentsum.corpus.DataError` naming
-file:line; ``skip_bad`` / ``stats`` work as in :mod:`agentsum.corpus`. Pairs removed by
+:class:`agentsum.data.corpus.Example` records and raise :class:`agentsum.data.corpus.DataError` naming
+file:line; ``skip_bad`` / ``stats`` work as in :mod:`agentsum.data.corpus`. Pairs removed by
 ``min_human_label`` are not errors and are not counted as skipped.
 """
 
@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentsum.corpus import DataError, Example, ReadStats, _open_binary, _require_file, read_jsonl
+from agentsum.data.corpus import DataError, Example, ReadStats, _open_binary, _require_file, read_jsonl
 
 #: The usual LCSTS test filter: PART III pairs whose human score is at least 3.
 TEST_MIN_HUMAN_LABEL = 3
@@ -326,7 +326,7 @@ def load_lcsts(
 ) -> Iterator[Example]:
     """LCSTS examples from a PART file, a TSV or a JSON Lines file (``.gz`` allowed for all).
 
-    By extension: ``.jsonl`` / ``.json`` -> :func:`agentsum.corpus.read_jsonl`; ``.tsv`` ->
+    By extension: ``.jsonl`` / ``.json`` -> :func:`agentsum.data.corpus.read_jsonl`; ``.tsv`` ->
     :func:`read_lcsts_tsv`; ``.txt`` -> :func:`read_lcsts_part` (must start with ``<doc``). Other
     names are sniffed: ``<doc`` -> PART, ``{`` -> JSON Lines, a tab in the first line -> TSV.
     ``min_human_label`` applies to PART files and to TSVs with a ``human_label`` column.

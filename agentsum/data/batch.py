@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from agentsum.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 
 
 @dataclass

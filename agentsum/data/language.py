@@ -1,9 +1,9 @@
 """Language-specific text handling, chosen by ``data.language``: the rest of the pipeline calls these
 methods and never branches on the language itself.
 
-English (``en``): lower-casing, PTB-like tokens, blingfire sentences (``agentsum.text``), ROUGE with
+English (``en``): lower-casing, PTB-like tokens, blingfire sentences (``agentsum.data.text``), ROUGE with
 rouge-score's tokenizer and stemming. Chinese (``zh``): jieba words or characters
-(``data.zh_tokenizer``, ``agentsum.chinese``), ROUGE on characters by default or on jieba words
+(``data.zh_tokenizer``, ``agentsum.data.chinese``), ROUGE on characters by default or on jieba words
 (``data.zh_rouge_unit``), never through rouge-score's default tokenizer, which drops Chinese.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentsum import chinese, readable, text
-from agentsum.rouge import rouge_for_language
+from agentsum.data import chinese, readable, text
+from agentsum.evaluation.rouge import rouge_for_language
 
 LANGUAGES = ("en", "zh")
 
@@ -65,7 +65,7 @@ class TextProcessor:
 
     def readable(self, tokens: Sequence[str], article: str) -> list[str]:
         """Generated tokens as a person reads them, one string per sentence: English is cased
-        from ``article`` and detokenized (:mod:`agentsum.readable`); Chinese is joined as text."""
+        from ``article`` and detokenized (:mod:`agentsum.data.readable`); Chinese is joined as text."""
         return self.sentence_texts(self.display_words(tokens, article))
 
     def sentence_texts(self, words: Sequence[Sequence[str]]) -> list[str]:

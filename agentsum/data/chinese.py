@@ -1,6 +1,6 @@
 """Chinese preprocessing for LCSTS-style text: sentences of words (jieba) or characters.
 
-The same API shape as :mod:`agentsum.text` (``article_sentences``, ``summary_sentences``,
+The same API shape as :mod:`agentsum.data.text` (``article_sentences``, ``summary_sentences``,
 ``split_generated``, ...) so the pipeline can switch by language. Two tokenization modes:
 
 ``"jieba"``

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
-from agentsum.dataset import Document, sorted_batches
-from agentsum.language import TextProcessor
-from agentsum.search import SearchConfig, search, to_words
-from agentsum.vocab import Vocabulary
+from agentsum.data.dataset import Document, sorted_batches
+from agentsum.data.language import TextProcessor
+from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.data.vocab import Vocabulary
 
 
 @torch.no_grad()
