@@ -1,7 +1,8 @@
 """Run configuration: plain dataclasses filled from a YAML file (a preset name or a path).
 
 A YAML file has up to four sections, ``data``, ``model``, ``train`` and ``search``; every key it
-leaves out keeps the default below. ``--set section.key=value`` overrides one key from the command
+leaves out keeps its dataclass's default (``DataConfig`` in ``agentsum.data.dataset``, the model's
+config in ``agentsum.models``, ``TrainConfig`` below, ``SearchConfig`` in ``agentsum.decoding.search``). ``--set section.key=value`` overrides one key from the command
 line (the value is parsed as YAML, so ``--set model.pointer=single`` and ``--set train.lr=1e-4``
 both work). Unknown keys are errors, so a typo never silently trains the wrong model, and so are
 values outside a key's choices (``train.objective=mle+semm``): both fail when the file is read,
@@ -19,11 +20,13 @@ from typing import Any
 
 import yaml
 
+from agentsum.data.dataset import DataConfig, DataSource
 from agentsum.decoding.search import SearchConfig
+from agentsum.fields import ConfigError, fill_dataclass
+from agentsum.models import MODEL_TYPES
 
-
-class ConfigError(ValueError):
-    pass
+__all__ = ["CHOICES", "Config", "ConfigError", "DataConfig", "DataSource", "TrainConfig", "SearchConfig",
+           "apply_overrides", "load_config", "preset_names", "read_yaml"]
 
 
 #: The values of each enumerated key, checked when a configuration is read, before any corpus is.
@@ -41,48 +44,18 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class DataSource:
-    """A corpus: a JSONL file, a .story file or directory, or ``hf:NAME:CONFIG:SPLIT``; rows [start, end)."""
-
-    path: str
-    start: int | None = None
-    end: int | None = None
-
-    @classmethod
-    def parse(cls, value: Any, where: str) -> "DataSource | None":
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return cls(value)
-        if isinstance(value, dict):
-            unknown = set(value) - {"path", "start", "end"}
-            if unknown or "path" not in value:
-                raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got keys {sorted(value)}")
-            return cls(**value)
-        raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got {value!r}")
-
-
-@dataclass
-class DataConfig:
-    train: DataSource | None = None
-    valid: DataSource | None = None
-    test: DataSource | None = None
-    article_field: str = "article"
-    summary_field: str = "summary"
-    id_field: str = "id"
-    lowercase: bool = True
-    language: str = "en"  # en | zh
-    zh_tokenizer: str = "jieba"  # Chinese units: jieba words (as the paper) or char
-    zh_rouge_unit: str = "char"  # Chinese ROUGE on characters (default) or jieba words
-    dialogue: bool = False  # articles are dialogues (SAMSum, DialogSum): each line one utterance, one sentence
-    min_human_label: int | None = None  # LCSTS PART II/III: keep pairs scored >= this (test set: 3)
-    agents: int = 3  # M; 1 is the single-agent baseline
-    max_article_tokens: int = 400  # paper: 400 or 800
-    agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M
-    max_summary_tokens: int = 100  # training targets (paper: 100)
-    vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
-    skip_bad: bool = False  # skip and count malformed corpus lines instead of stopping
+def parse_source(value: Any, where: str) -> DataSource | None:
+    """A ``data.train`` / ``valid`` / ``test`` value: a path, or ``{path, start, end}``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return DataSource(value)
+    if isinstance(value, dict):
+        unknown = set(value) - {"path", "start", "end"}
+        if unknown or "path" not in value:
+            raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got keys {sorted(value)}")
+        return DataSource(**value)
+    raise ConfigError(f"{where}: expected a path or {{path, start, end}}, got {value!r}")
 
 
 @dataclass
@@ -141,7 +114,7 @@ class Config:
             raise ConfigError(f"{where}: unknown section(s) {sorted(unknown)}; expected data, model, train, search")
         data_raw = dict(raw.get("data") or {})
         for key in ("train", "valid", "test"):
-            data_raw[key] = DataSource.parse(data_raw.get(key), f"{where}: data.{key}")
+            data_raw[key] = parse_source(data_raw.get(key), f"{where}: data.{key}")
         model = {"type": "dca", **(raw.get("model") or {})}
         _check_model_section(model, f"{where}: model")
         config = cls(
@@ -172,8 +145,6 @@ def _check_choices(config: Config, where: str) -> None:
 
 def _check_model_section(model: dict, where: str) -> None:
     """Unknown model types and keys fail when the configuration is read, before any data is."""
-    from agentsum.models import MODEL_TYPES
-
     kind = model.get("type")
     if kind not in MODEL_TYPES:
         raise ConfigError(f"{where}.type: unknown model type {kind!r} (known: {', '.join(MODEL_TYPES)})")
@@ -188,41 +159,6 @@ def _check_model_section(model: dict, where: str) -> None:
         raise
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{where}: {e}") from None
-
-
-def _coerce(value: Any, annotation: str, where: str) -> Any:
-    """Check a scalar against its field's annotation; YAML 1.1 reads ``1e-4`` as a string, so numbers
-    written that way are converted."""
-    if value is None:
-        if "None" in annotation:
-            return None
-        raise ConfigError(f"{where}: must not be empty")
-    base = annotation.split("|")[0].strip()
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-        return value
-    if base in ("int", "float"):
-        if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        try:
-            number = float(value) if base == "float" else int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: expected {'a number' if base == 'float' else 'an integer'}, got {value!r}") from None
-        if base == "int" and isinstance(value, float) and value != int(value):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return number
-    if base == "str" and not isinstance(value, str):
-        raise ConfigError(f"{where}: expected a string, got {value!r}")
-    return value
-
-
-def fill_dataclass(kind, values: dict, where: str):
-    annotations = {f.name: str(f.type) for f in dataclasses.fields(kind)}
-    unknown = set(values) - set(annotations)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(annotations)}")
-    return kind(**{k: _coerce(v, annotations[k], f"{where}.{k}") for k, v in values.items()})
 
 
 def preset_names() -> list[str]:

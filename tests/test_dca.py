@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from agentsum.data.batch import make_batch
-from agentsum.models.dca import DCA, DCAConfig, masked_softmax
+from agentsum.models.base import masked_softmax
+from agentsum.models.dca import DCA, DCAConfig
 from agentsum.training.objectives import MLE
 from agentsum.data.vocab import BOS_ID, Vocabulary
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from agentsum.data.batch import Batch, make_batch
+from agentsum.models.base import StepModel
 from agentsum.decoding.search import (
     Hypotheses,
     SearchConfig,
-    StepModel,
     beam_search,
     block_repeated_ngrams,
     greedy_search,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agentsum.data.batch import make_batch
-from agentsum.config import fill_dataclass
+from agentsum.fields import fill_dataclass
 from agentsum.models.transformer_pg import TransformerPG, TransformerPGConfig
 from agentsum.training.objectives import MLE, sample_and_greedy
 from agentsum.decoding.search import SearchConfig, greedy_search, search, to_words

@@ -1,6 +1,8 @@
-"""From corpus examples to model batches: preprocessing, agent splitting and length-bucketed batching.
+"""From a corpus to model batches: reading, preprocessing, agent splitting and length-bucketed batching.
 
-Data flows one way: text -> sentences of tokens -> agent chunks -> ``Batch``.
+Data flows one way: text -> sentences of tokens -> agent chunks -> ``Batch``. :class:`DataConfig`
+(the ``data`` section of a run configuration) says how; :func:`load_documents` reads a
+:class:`DataSource` with it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,40 @@ from dataclasses import dataclass
 
 from agentsum.data.agents import default_agent_budget, split_among_agents
 from agentsum.data.batch import Batch, make_batch
-from agentsum.config import DataConfig
 from agentsum.data.corpus import Example
 from agentsum.data.language import TextProcessor, text_processor
 from agentsum.data.vocab import Vocabulary
+
+
+@dataclass
+class DataSource:
+    """A corpus: a JSONL file, a .story file or directory, or ``hf:NAME:CONFIG:SPLIT``; rows [start, end)."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class DataConfig:
+    train: DataSource | None = None
+    valid: DataSource | None = None
+    test: DataSource | None = None
+    article_field: str = "article"
+    summary_field: str = "summary"
+    id_field: str = "id"
+    lowercase: bool = True
+    language: str = "en"  # en | zh
+    zh_tokenizer: str = "jieba"  # Chinese units: jieba words (as the paper) or char
+    zh_rouge_unit: str = "char"  # Chinese ROUGE on characters (default) or jieba words
+    dialogue: bool = False  # articles are dialogues (SAMSum, DialogSum): each line one utterance, one sentence
+    min_human_label: int | None = None  # LCSTS PART II/III: keep pairs scored >= this (test set: 3)
+    agents: int = 3  # M; 1 is the single-agent baseline
+    max_article_tokens: int = 400  # paper: 400 or 800
+    agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M
+    max_summary_tokens: int = 100  # training targets (paper: 100)
+    vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
+    skip_bad: bool = False  # skip and count malformed corpus lines instead of stopping
 
 
 @dataclass

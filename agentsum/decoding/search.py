@@ -1,7 +1,7 @@
 """Decoding strategies (greedy and beam search) kept apart from the model.
 
-Search talks to a model only through the small :class:`StepModel` protocol (``encode`` /
-``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the beam step is pure
+Search talks to a model only through the small :class:`agentsum.models.base.StepModel` protocol
+(``encode`` / ``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the beam step is pure
 tensor math, n-gram blocking is a logits filter (:func:`block_repeated_ngrams`), and every strategy
 shares one signature ``strategy(model, batch, config) -> Hypotheses``. Decoding is batched over
 documents; the only Python loop inside decoding runs over time steps. Documents that have finished
@@ -26,18 +26,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol, Self, runtime_checkable
-
 import torch
 
 from agentsum.data.batch import Batch
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.models.base import Selectable, StepAttention, StepModel
 
 __all__ = [
     "SearchConfig",
-    "StepModel",
-    "StepAttention",
-    "Selectable",
     "Hypothesis",
     "Hypotheses",
     "block_repeated_ngrams",
@@ -48,52 +44,6 @@ __all__ = [
 ]
 
 NEG_INF = float("-inf")
-
-
-# --------------------------------------------------------------------------------------------
-# Model interface
-# --------------------------------------------------------------------------------------------
-
-
-@runtime_checkable
-class Selectable(Protocol):
-    """Encoder output or decoder state: rows can be reordered / repeated along the document dim."""
-
-    def select(self, index: torch.Tensor) -> Self: ...
-
-
-class StepAttention(Protocol):
-    """Attention of one decoder step.
-
-    word:  (N, A, S) word attention ``l^t_{a,i}`` of every agent (eq 8), zeros on padding.
-    agent: (N, A) agent attention ``g^t_a`` (eq 10).
-    """
-
-    @property
-    def word(self) -> torch.Tensor: ...
-
-    @property
-    def agent(self) -> torch.Tensor: ...
-
-
-@runtime_checkable
-class StepModel(Protocol):
-    """What search needs from a summarizer.
-
-    ``step(enc, state, input_ids)`` takes the previous token of every row as an extended-vocabulary
-    id (BOS at the first step; the model maps ids >= V to UNK itself) and returns
-    ``(log_probs (N, V + batch.max_oov), new_state, attention)``.
-    """
-
-    vocab_size: int
-
-    def encode(self, batch: Batch) -> Selectable: ...
-
-    def init_state(self, enc: Selectable) -> Selectable: ...
-
-    def step(
-        self, enc: Selectable, state: Selectable, input_ids: torch.Tensor
-    ) -> tuple[torch.Tensor, Selectable, StepAttention]: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +175,7 @@ def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int
 def _check_model(model: StepModel) -> None:
     for name in ("encode", "init_state", "step"):
         if not callable(getattr(model, name, None)):
-            raise TypeError(f"model lacks {name}(); see agentsum.decoding.search.StepModel")
+            raise TypeError(f"model lacks {name}(); see agentsum.models.base.StepModel")
 
 
 def _scored_step(

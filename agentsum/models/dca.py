@@ -5,8 +5,9 @@ Shape notation:
     T  decoder steps        E  embedding size              H  hidden size
     V  fixed vocabulary     V_ext  V + OOV words of the batch (copy targets)
 
-The model only offers distributions (``forward`` for teacher forcing, ``encode``/``init_state``/
-``step`` for search); losses live in ``agentsum.training.objectives`` and search in ``agentsum.decoding.search``.
+The model implements ``agentsum.models.base.SummarizationModel``: it only offers distributions
+(``forward`` for teacher forcing, ``encode``/``init_state``/``step`` for search); losses live in
+``agentsum.training.objectives`` and search in ``agentsum.decoding.search``.
 
 Choices where the paper is silent or ambiguous (also in docs/model.md):
 * Eq (7) as printed, ``v1^T tanh(W3 h + W4 z)``, is a scalar, but it is the input of a bLSTM
@@ -37,10 +38,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from agentsum.data.batch import Batch
+from agentsum.data.vocab import PAD_ID
 from agentsum.models.additive import additive_scores
+from agentsum.models.base import (Attention, DecoderOutput, masked_softmax, producible_targets, step_log_probs,
+                                  unk_extended_ids)
 from agentsum.models.dropout import Dropout
 from agentsum.models.pointer import CopyDistribution
-from agentsum.data.vocab import PAD_ID, UNK_ID
 
 POINTERS = ("none", "single", "multi")
 AGENT_STATES = ("last", "ends")  # what "the last hidden state" of an agent is (eq 6, s_0)
@@ -122,37 +125,6 @@ class DecoderState:
                             None if self.coverage is None else self.coverage.index_select(0, index))
 
 
-@dataclass
-class Attention:
-    """word: (..., A, S) l^t_{a,i} (eq 8); agent: (..., A) g^t_a (eq 10)."""
-
-    word: torch.Tensor
-    agent: torch.Tensor
-
-
-@dataclass
-class DecoderOutput:
-    """Teacher-forced output for all T steps.
-
-    dist:      CopyDistribution over (B, T, V_ext).
-    attention: Attention with word (B, T, A, S) and agent (B, T, A).
-    states:    (B, T, H) decoder states s_t (used by the semantic cohesion loss, eq 18).
-    coverage_loss: (B, T) sum_i min(l^t_{a,i}, cov^t_{a,i}) averaged over the agents holding
-               text (See et al., 2017, eq 12-13), or None without ``coverage``.
-    """
-
-    dist: CopyDistribution
-    attention: Attention
-    states: torch.Tensor
-    coverage_loss: torch.Tensor | None = None
-
-
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax over ``mask``ed entries; a row with no entry gives zeros instead of NaN."""
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return F.softmax(scores, dim=dim) * mask
-
-
 class BiLSTMLayer(nn.Module):
     """bLSTM over every agent's tokens in one call, followed by W[h_fwd, h_bwd] (eq 1-2, 3-5).
 
@@ -220,6 +192,10 @@ class ContextualLayer(nn.Module):
 
 
 class DCA(nn.Module):
+    """Deep Communicating Agents; a :class:`agentsum.models.base.SummarizationModel`."""
+
+    max_positions = None  # LSTMs read sequences of any length
+
     def __init__(self, config: DCAConfig):
         super().__init__()
         self.config = config
@@ -399,7 +375,11 @@ class DCA(nn.Module):
 
     def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:
         """Embed decoder inputs; extended (copied OOV) ids are read as UNK."""
-        return self.dropout(self.embedding(ids.masked_fill(ids >= self.vocab_size, UNK_ID)))
+        return self.dropout(self.embedding(unk_extended_ids(ids, self.vocab_size)))
+
+    def input_embeddings(self) -> list[nn.Embedding]:
+        """The word embedding (shared by the agents' encoder and the decoder)."""
+        return [self.embedding]
 
     def forward(self, batch: Batch, enc: EncoderOutput | None = None) -> DecoderOutput:
         """Teacher-forced distributions for every target step of ``batch``."""
@@ -419,8 +399,7 @@ class DCA(nn.Module):
         Returns log-probabilities (N, V_ext), the new state and the step's attention
         (word (N, A, S), agent (N, A)).
         """
-        dist, state, attention, _ = self.step_distribution(enc, state, input_ids)
-        return dist.log_probs().squeeze(1), state, Attention(attention.word.squeeze(1), attention.agent.squeeze(1))
+        return step_log_probs(self, enc, state, input_ids)
 
     def step_distribution(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
@@ -432,6 +411,4 @@ class DCA(nn.Module):
 
     def target_ids(self, tgt_out: torch.Tensor) -> torch.Tensor:
         """Without a pointer a copied word cannot be produced: its target becomes UNK."""
-        if self.config.pointer == "none":
-            return tgt_out.masked_fill(tgt_out >= self.vocab_size, UNK_ID)
-        return tgt_out
+        return producible_targets(tgt_out, self.vocab_size, copies=self.config.pointer != "none")

