@@ -9,10 +9,10 @@ from agentsum.data.batch import make_batch
 from agentsum.training.checkpoint import read_checkpoint
 from agentsum.config import load_config, preset_names
 from agentsum.models.dca import DCA, DCAConfig
-from agentsum.training.objectives import (MLE, SelfCritical, _as_targets, sample_and_greedy, semantic_cohesion,
-                                 sentence_baselines, sentence_end_ids)
+from agentsum.training.objectives import MLE, SelfCritical, semantic_cohesion, sentence_baselines, sentence_end_ids
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
-from agentsum.decoding.search import SearchConfig, greedy_search
+from agentsum.decoding.copying import teacher_forced
+from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy
 from agentsum.training.trainer import Trainer
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from conftest import synthetic_rows, write_jsonl
@@ -59,7 +59,7 @@ def test_mle_sem_adds_lambda_times_cohesion():
 def test_sample_and_greedy_greedy_matches_greedy_search():
     model = tiny_model().eval()
     batch = make_batch(DOCS, VOCAB)
-    sample, greedy = sample_and_greedy(model, model.encode(batch), 2, max_length=12)
+    sample, greedy = sample_and_greedy(model, batch, SearchConfig(beam_size=1, max_length=12, block_trigrams=False))
     hyps = greedy_search(model, batch, SearchConfig(beam_size=1, max_length=12, block_trigrams=False))
     for b in range(2):
         row = [t for t in greedy[b].tolist() if t not in (PAD_ID, EOS_ID)]
@@ -71,8 +71,9 @@ def test_teacher_forced_log_probs_of_a_sample_equal_its_sampling_distributions()
     model = tiny_model(pointer="multi", contextual_agent_attention=True).eval()
     batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
     enc = model.encode(batch)
-    sample, _ = sample_and_greedy(model, enc, 2, max_length=6, generator=torch.Generator().manual_seed(3))
-    forced = model(_as_targets(batch, sample), enc).dist.log_prob(sample)
+    config = SearchConfig(beam_size=1, max_length=6, block_trigrams=False)
+    sample, _ = sample_and_greedy(model, batch, config, enc=enc, generator=torch.Generator().manual_seed(3))
+    forced = model(teacher_forced(batch, sample), enc).dist.log_prob(sample)
     state, inputs = model.init_state(enc), torch.full((2,), 2)
     for t in range(sample.size(1)):
         log_probs, state, _ = model.step(enc, state, inputs)
@@ -104,7 +105,7 @@ def test_sentence_advantages_sum_to_sequence_advantage():
 
 def _log_prob_of(model, batch, tokens):
     with torch.no_grad():
-        return model(_as_targets(batch, tokens)).dist.log_prob(tokens).masked_fill(tokens == PAD_ID, 0).sum(1)
+        return model(teacher_forced(batch, tokens)).dist.log_prob(tokens).masked_fill(tokens == PAD_ID, 0).sum(1)
 
 
 @pytest.mark.parametrize("intermediate", [False, True])

@@ -27,7 +27,8 @@ from agentsum.data.batch import make_batch
 from agentsum.models import build_model
 from agentsum.training.rewards import score as id_score
 from agentsum.evaluation.rouge import rouge, rouge_per_document
-from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import SearchConfig, search
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
 
 torch.set_num_threads(1)

@@ -18,8 +18,8 @@ from agentsum.decoding.search import (
     block_repeated_ngrams,
     greedy_search,
     search,
-    to_words,
 )
+from agentsum.decoding.copying import to_words
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
 
 WORDS = ["a", "b", "c", "d", "e", "f", "g", "x", "y", "z"]
@@ -506,3 +506,72 @@ def test_config_validation():
     with pytest.raises(ValueError):
         SearchConfig(min_length=5, max_length=4)
     assert SearchConfig() == SearchConfig(5, 0, 110, True, 1.0, True)
+
+
+# ------------------------------------------------------------------------------------------
+# Sampling (self-critical RL's sample and baseline) goes through the same filters
+# ------------------------------------------------------------------------------------------
+
+
+class TrapModel:
+    """Puts most of every step's mass on what search forbids: PAD, BOS and the last extended id of
+    the batch (an OOV word of only the document with the most OOV words)."""
+
+    vocab_size = V
+
+    def encode(self, batch: Batch) -> FakeEnc:
+        return FakeModel(lambda key, prefix: {}).encode(batch)
+
+    def init_state(self, enc: FakeEnc) -> FakeState:
+        return FakeState(torch.zeros((len(enc.keys), 0), dtype=torch.long))
+
+    def step(self, enc: FakeEnc, state: FakeState, input_ids: torch.Tensor):
+        N = input_ids.size(0)
+        logits = torch.full((N, enc.width), -4.0)
+        logits[:, [PAD_ID, BOS_ID, enc.width - 1]] = 3.0
+        logits[:, w("a")] = 0.5
+        logits[:, w("b")] = 0.4
+        logits[:, EOS_ID] = 0.0
+        att = [default_attention(int(i), lengths, enc.S) for i, lengths in zip(input_ids, enc.agent_lengths)]
+        attn = FakeAttention(torch.stack([a[0] for a in att]), torch.stack([a[1] for a in att]))
+        return torch.log_softmax(logits, -1), FakeState(state.prefix, True), attn
+
+
+def trap_batch() -> Batch:
+    # document 0 holds two OOV words (extended ids V and V + 1), document 1 none
+    return make_batch([[["omega", "a", "zeta"]], [["a", "b", "c"]]], VOCAB, ids=["d0", "d1"])
+
+
+def test_sample_and_greedy_obeys_the_filters_of_search():
+    from agentsum.decoding.search import sample_and_greedy
+
+    batch = trap_batch()
+    config = SearchConfig(beam_size=1, min_length=3, max_length=12, block_trigrams=True)
+    for seed in range(20):
+        sample, greedy = sample_and_greedy(TrapModel(), batch, config, generator=torch.Generator().manual_seed(seed))
+        for rows in (sample, greedy):
+            for b, row in enumerate(rows.tolist()):
+                n = row.index(EOS_ID) + 1 if EOS_ID in row else len(row)
+                words, rest = row[:n], row[n:]
+                assert all(t == PAD_ID for t in rest)
+                assert PAD_ID not in words and BOS_ID not in words
+                assert all(t < V + len(batch.oov_words[b]) for t in words)  # no other document's OOV word
+                assert EOS_ID not in words[:3]  # min_length
+                trigrams = [tuple(words[j:j + 3]) for j in range(len(words) - 2)]
+                assert len(trigrams) == len(set(trigrams))  # trigram blocking
+
+
+def test_the_greedy_half_of_sample_and_greedy_is_greedy_search():
+    from agentsum.decoding.search import sample_and_greedy
+
+    batch = trap_batch()
+    for config in (SearchConfig(beam_size=1, max_length=8, block_trigrams=False),
+                   SearchConfig(beam_size=1, min_length=2, max_length=8, block_trigrams=True)):
+        _, greedy = sample_and_greedy(TrapModel(), batch, config, generator=torch.Generator().manual_seed(0))
+        hyps = greedy_search(TrapModel(), batch, config)
+        for b in range(2):
+            row = greedy[b].tolist()
+            n = row.index(EOS_ID) if EOS_ID in row else len(row)
+            assert row[:n] == hyps.tokens[b]
+        # document 0's own OOV word is allowed and the most likely token; document 1's best is "a"
+        assert greedy[0, 0].item() == V + 1 and greedy[1, 0].item() == w("a")

@@ -11,7 +11,8 @@ from agentsum.cli import main
 from agentsum.config import load_config
 from agentsum.models.dca import DCA, DCAConfig
 from agentsum.training.objectives import MLE
-from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import SearchConfig, search
 from agentsum.training.trainer import Trainer
 from agentsum.data.vocab import Vocabulary
 from conftest import synthetic_rows, write_jsonl

@@ -9,8 +9,9 @@ import torch
 from agentsum.data.batch import make_batch
 from agentsum.fields import fill_dataclass
 from agentsum.models.transformer_pg import TransformerPG, TransformerPGConfig
-from agentsum.training.objectives import MLE, sample_and_greedy
-from agentsum.decoding.search import SearchConfig, greedy_search, search, to_words
+from agentsum.training.objectives import MLE
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy, search
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 WORDS = "疫情 城市 增加 了 。 医院 发布 报告 ， 患者 减少 病毒 防控 新 措施 今天 我们 的 在 政府".split()
@@ -329,8 +330,8 @@ def test_search_scores_match_teacher_forced_rescoring(beam):
 def test_sampling_objective_runs_with_the_model():
     model = tiny_model()
     batch = batch_of([0, 1])
-    enc = model.encode(batch)
-    sample, greedy = sample_and_greedy(model, enc, 2, 5, generator=torch.Generator().manual_seed(0))
+    config = SearchConfig(beam_size=1, max_length=5, block_trigrams=False)
+    sample, greedy = sample_and_greedy(model, batch, config, generator=torch.Generator().manual_seed(0))
     reference = greedy_search(model, batch, SearchConfig(beam_size=1, max_length=5, block_trigrams=False))
     for b in range(2):
         assert greedy[b, : len(reference.tokens[b])].tolist() == reference.tokens[b]

@@ -1,9 +1,12 @@
-"""Decoding strategies (greedy and beam search) kept apart from the model.
+"""Decoding strategies (greedy, beam and sampling) kept apart from the model.
 
 Search talks to a model only through the small :class:`agentsum.models.base.StepModel` protocol
 (``encode`` / ``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the beam step is pure
 tensor math, n-gram blocking is a logits filter (:func:`block_repeated_ngrams`), and every strategy
-shares one signature ``strategy(model, batch, config) -> Hypotheses``. Decoding is batched over
+decodes through one filtered step (:func:`filtered_step`: no PAD, no BOS, no other document's OOV
+words, no EOS before ``min_length``, optionally no repeated trigram). Greedy and beam search share one
+signature ``strategy(model, batch, config) -> Hypotheses``; :func:`sample_and_greedy` (self-critical
+RL's sample and baseline) takes the same arguments and returns the two sequences as id tensors. Decoding is batched over
 documents; the only Python loop inside decoding runs over time steps. Documents that have finished
 are dropped from the working rows (``enc.select`` / ``state.select``), so the decoder spends no
 time on them, and decoding stops as soon as every document has finished.
@@ -14,7 +17,7 @@ Test-time tricks from DCA Appendix A.2 (following Paulus et al., 2018):
 * every predicted UNK is replaced by its most likely origin, the source word with the largest
   cascaded attention ``argmax_{a,i} l^t_{a,i} * g^t_a`` (eq 8, 10). Search records that flat source
   position ``a * S + i`` for every output token (``Hypotheses.copy_positions``) and
-  :func:`to_words` performs the replacement.
+  :func:`agentsum.decoding.copying.to_words` performs the replacement.
 
 Scores: a hypothesis' score is ``sum of its log-probs / n_steps ** length_penalty`` where
 ``n_steps`` counts the decoder steps that were scored, i.e. its tokens plus the EOS step when it
@@ -29,7 +32,8 @@ from dataclasses import dataclass, field
 import torch
 
 from agentsum.data.batch import Batch
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from agentsum.decoding.copying import copy_positions
 from agentsum.models.base import Selectable, StepAttention, StepModel
 
 __all__ = [
@@ -37,10 +41,11 @@ __all__ = [
     "Hypothesis",
     "Hypotheses",
     "block_repeated_ngrams",
+    "filtered_step",
     "greedy_search",
     "beam_search",
+    "sample_and_greedy",
     "search",
-    "to_words",
 ]
 
 NEG_INF = float("-inf")
@@ -60,7 +65,8 @@ class SearchConfig:
     max_length:      at most this many decoder steps (so at most this many output tokens).
     block_trigrams:  forbid any token that would repeat a trigram of the hypothesis (Paulus et al.).
     length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
-    unk_replace:     replace predicted UNKs by their cascaded-attention source word (``to_words``).
+    unk_replace:     replace predicted UNKs by their cascaded-attention source word
+                     (``agentsum.decoding.copying.to_words``).
     """
 
     beam_size: int = 5
@@ -137,26 +143,25 @@ def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int
 
     Args:
         log_probs: (N, V) scores of the next token (extended ids).
-        history:   (N, L) int64 tokens produced so far by every row (extended ids, no BOS).
+        history:   (N, t) int64 tokens produced so far by every row (extended ids, no BOS).
         n:         n-gram order (3: trigram blocking).
 
-    Returns a new tensor; rows with fewer than n - 1 tokens (all rows when L < n - 1) are unchanged.
+    Returns a new tensor; rows with fewer than n - 1 tokens (all rows when t < n - 1) are unchanged.
     Vectorised: the last n-1 tokens of each row are compared with every earlier (n-1)-gram, and -inf
     is scattered onto the tokens that followed the matching ones.
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    N, V = log_probs.shape
-    L = history.size(1)
-    if L < max(n - 1, 1):
+    steps = history.size(1)
+    if steps < max(n - 1, 1):
         return log_probs
     history = history.to(log_probs.device)
-    following = history[:, n - 1 :]  # (N, L-n+1): the token after each earlier (n-1)-gram
+    following = history[:, n - 1 :]  # (N, t-n+1): the token after each earlier (n-1)-gram
     if n == 1:
         match = torch.ones_like(following, dtype=torch.bool)
     else:
-        last = history[:, L - n + 1 :]  # (N, n-1)
-        grams = history.unfold(1, n - 1, 1)[:, : L - n + 1]  # (N, L-n+1, n-1)
+        last = history[:, steps - n + 1 :]  # (N, n-1)
+        grams = history.unfold(1, n - 1, 1)[:, : steps - n + 1]  # (N, t-n+1, n-1)
         match = (grams == last.unsqueeze(1)).all(dim=-1)
     if following.numel() == 0:
         return log_probs
@@ -178,7 +183,7 @@ def _check_model(model: StepModel) -> None:
             raise TypeError(f"model lacks {name}(); see agentsum.models.base.StepModel")
 
 
-def _scored_step(
+def filtered_step(
     model: StepModel,
     enc: Selectable,
     state: Selectable,
@@ -188,15 +193,16 @@ def _scored_step(
     config: SearchConfig,
     expected_width: int,
     row_oov: torch.Tensor,
-) -> tuple[torch.Tensor, Selectable, torch.Tensor, torch.Tensor]:
-    """One decoder step with the filters applied.
+) -> tuple[torch.Tensor, Selectable, StepAttention]:
+    """One decoder step with the filters every strategy applies.
 
-    ``row_oov`` (N,) is the number of OOV words of each row's document: extended ids beyond it
-    belong to other documents of the batch and are forbidden, as are PAD and BOS (never words).
+    ``expected_width`` is V + the batch's ``max_oov``. ``row_oov`` (N,) is the number of OOV words
+    of each row's document: extended ids beyond it belong to other documents of the batch and are
+    forbidden, as are PAD and BOS (never words). EOS is forbidden before ``config.min_length``;
+    with ``config.block_trigrams`` so is any token that repeats a trigram of ``history[:, :t]``.
 
-    Returns (log_probs (N, V_ext) float32, a fresh tensor the caller may modify in place, with these
-    and the min_length / trigram constraints applied; new state; copy positions (N,) int64; agent
-    attention (N, A) float32).
+    Returns (log_probs (N, V_ext) float32 with the filters applied as -inf, a fresh tensor the
+    caller may modify in place; the new state; the step's attention).
     """
     log_probs, state, attn = model.step(enc, state, input_ids)
     if log_probs.size(-1) != expected_width:
@@ -214,10 +220,14 @@ def _scored_step(
         log_probs[:, EOS_ID] = NEG_INF
     if config.block_trigrams and t >= 2:
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=3)
-    agent = attn.agent.float()
-    cascaded = attn.word.float() * agent.unsqueeze(-1)  # (N, A, S): l^t_{a,i} * g^t_a
-    copy_pos = cascaded.flatten(1).argmax(dim=-1)
-    return log_probs, state, copy_pos, agent
+    return log_probs, state, attn
+
+
+def _scored_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov):
+    """:func:`filtered_step` for greedy and beam search, which also record where each token was
+    copied from: (log_probs, state, copy positions (N,) int64, agent attention (N, A) float32)."""
+    log_probs, state, attn = filtered_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov)
+    return log_probs, state, copy_positions(attn.word, attn.agent), attn.agent.float()
 
 
 def _normalise(score_sum: torch.Tensor, n_steps: int, penalty: float) -> torch.Tensor:
@@ -247,7 +257,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     config = config or SearchConfig(beam_size=1)
     _check_model(model)
     device = batch.src_ids.device
-    B, A, L = batch.batch_size, batch.n_agents, config.max_length
+    B, A, T = batch.batch_size, batch.n_agents, config.max_length  # T: decoder steps at most
     width = model.vocab_size + batch.max_oov
     n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
 
@@ -256,18 +266,18 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     active = torch.arange(B, device=device)  # original document of every working row
     input_ids = torch.full((B,), BOS_ID, dtype=torch.long, device=device)
     sums = torch.zeros(B, device=device)
-    tok_buf = torch.full((B, L), PAD_ID, dtype=torch.long, device=device)
-    copy_buf = torch.zeros((B, L), dtype=torch.long, device=device)
-    attn_buf = torch.zeros((B, L, A), device=device)
+    tok_buf = torch.full((B, T), PAD_ID, dtype=torch.long, device=device)
+    copy_buf = torch.zeros((B, T), dtype=torch.long, device=device)
+    attn_buf = torch.zeros((B, T, A), device=device)
 
-    out_tok = torch.full((B, L), PAD_ID, dtype=torch.long, device=device)
-    out_copy = torch.zeros((B, L), dtype=torch.long, device=device)
-    out_attn = torch.zeros((B, L, A), device=device)
+    out_tok = torch.full((B, T), PAD_ID, dtype=torch.long, device=device)
+    out_copy = torch.zeros((B, T), dtype=torch.long, device=device)
+    out_attn = torch.zeros((B, T, A), device=device)
     out_len = torch.zeros(B, dtype=torch.long, device=device)
     out_score = torch.full((B,), NEG_INF, device=device)
     out_finished = torch.zeros(B, dtype=torch.bool, device=device)
 
-    for t in range(L):
+    for t in range(T):
         log_probs, state, copy_pos, agent = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
                                                             n_oov[active])
         best_lp, tok = log_probs.max(dim=-1)
@@ -278,7 +288,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
         attn_buf[:, t] = agent
 
         is_eos = tok == EOS_ID
-        ended = is_eos | (t == L - 1)
+        ended = is_eos | (t == T - 1)
         if bool(ended.any()):
             docs = active[ended]
             out_tok[docs] = tok_buf[ended]
@@ -345,8 +355,8 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     config = config or SearchConfig()
     _check_model(model)
     device = batch.src_ids.device
-    B, A, L, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size
-    pen = config.length_penalty
+    B, A, T, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size  # T: steps at most
+    length_penalty = config.length_penalty
     width = model.vocab_size + batch.max_oov
     n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
 
@@ -359,50 +369,50 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     live = torch.full((B, K), NEG_INF, device=device)
     live[:, 0] = 0.0  # only the first beam is alive at t = 0: no duplicate hypotheses
     input_ids = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
-    tok_buf = torch.full((B * K, L), PAD_ID, dtype=torch.long, device=device)
-    copy_buf = torch.zeros((B * K, L), dtype=torch.long, device=device)
-    attn_buf = torch.zeros((B * K, L, A), device=device)
+    tok_buf = torch.full((B * K, T), PAD_ID, dtype=torch.long, device=device)
+    copy_buf = torch.zeros((B * K, T), dtype=torch.long, device=device)
+    attn_buf = torch.zeros((B * K, T, A), device=device)
 
     pool_score = torch.full((B, K), NEG_INF, device=device)  # sorted, best first
-    pool_tok = torch.full((B, K, L), PAD_ID, dtype=torch.long, device=device)
-    pool_copy = torch.zeros((B, K, L), dtype=torch.long, device=device)
-    pool_attn = torch.zeros((B, K, L, A), device=device)
+    pool_tok = torch.full((B, K, T), PAD_ID, dtype=torch.long, device=device)
+    pool_copy = torch.zeros((B, K, T), dtype=torch.long, device=device)
+    pool_attn = torch.zeros((B, K, T, A), device=device)
     pool_len = torch.zeros((B, K), dtype=torch.long, device=device)
     pool_finished = torch.zeros((B, K), dtype=torch.bool, device=device)
 
     n_cand = min(2 * K, K * width)
-    for t in range(L):
-        Ba = active.numel()
+    for t in range(T):
+        n_live = active.numel()
         log_probs, state, copy_pos, agent = _scored_step(
             model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K)
         )
         cand = log_probs.add_(live.reshape(-1, 1))
-        cand = cand.reshape(Ba, K * width)
-        top_score, top_idx = cand.topk(n_cand, dim=1)  # (Ba, 2K), sorted
+        cand = cand.reshape(n_live, K * width)
+        top_score, top_idx = cand.topk(n_cand, dim=1)  # (n_live, 2K), sorted
         top_beam = torch.div(top_idx, width, rounding_mode="floor")
         top_tok = top_idx % width
-        base = (torch.arange(Ba, device=device) * K).unsqueeze(1)
-        top_src = base + top_beam  # (Ba, 2K) working row that produced each candidate
+        base = (torch.arange(n_live, device=device) * K).unsqueeze(1)
+        top_src = base + top_beam  # (n_live, 2K) working row that produced each candidate
         top_eos = top_tok == EOS_ID
 
         # --- finished candidates: EOS among the top K ranks, merged into the pool ----------
         new_fin = top_eos[:, :K] & torch.isfinite(top_score[:, :K])
         if bool(new_fin.any()):
             src = top_src[:, :K].reshape(-1)
-            fin_score = torch.where(new_fin, _normalise(top_score[:, :K], t + 1, pen), NEG_INF)
-            c_tok = tok_buf.index_select(0, src).view(Ba, K, L)  # column t (EOS) is still PAD
-            c_copy = copy_buf.index_select(0, src).view(Ba, K, L)
-            c_attn = attn_buf.index_select(0, src).view(Ba, K, L, A)
-            merged = torch.cat([pool_score[active], fin_score], dim=1)  # (Ba, 2K)
+            fin_score = torch.where(new_fin, _normalise(top_score[:, :K], t + 1, length_penalty), NEG_INF)
+            c_tok = tok_buf.index_select(0, src).view(n_live, K, T)  # column t (EOS) is still PAD
+            c_copy = copy_buf.index_select(0, src).view(n_live, K, T)
+            c_attn = attn_buf.index_select(0, src).view(n_live, K, T, A)
+            merged = torch.cat([pool_score[active], fin_score], dim=1)  # (n_live, 2K)
             new_score, pick = merged.topk(K, dim=1)
-            rows = torch.arange(Ba, device=device).unsqueeze(1)
+            rows = torch.arange(n_live, device=device).unsqueeze(1)
             pool_score[active] = new_score
             pool_tok[active] = torch.cat([pool_tok[active], c_tok], 1)[rows, pick]
             pool_copy[active] = torch.cat([pool_copy[active], c_copy], 1)[rows, pick]
             pool_attn[active] = torch.cat([pool_attn[active], c_attn], 1)[rows, pick]
-            c_len = torch.full((Ba, K), t, dtype=torch.long, device=device)
+            c_len = torch.full((n_live, K), t, dtype=torch.long, device=device)
             pool_len[active] = torch.cat([pool_len[active], c_len], 1)[rows, pick]
-            c_fin = torch.ones((Ba, K), dtype=torch.bool, device=device)
+            c_fin = torch.ones((n_live, K), dtype=torch.bool, device=device)
             pool_finished[active] = torch.cat([pool_finished[active], c_fin], 1)[rows, pick]
 
         # --- live candidates: the best K non-EOS ones, in rank order ------------------------
@@ -419,10 +429,10 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
         state = state.select(src)
         input_ids = new_tok
 
-        if t == L - 1:
+        if t == T - 1:
             break
         # --- early stopping and shrinking ---------------------------------------------------
-        best_live = _normalise(live[:, 0], t + 1, pen)  # live is sorted: column 0 is the best
+        best_live = _normalise(live[:, 0], t + 1, length_penalty)  # live is sorted: column 0 is the best
         done = best_live <= pool_score[active][:, -1]  # pool not full => worst is -inf
         if bool(done.any()):
             keep_docs = (~done).nonzero(as_tuple=True)[0]
@@ -438,26 +448,26 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
             enc, state = enc.select(keep_rows), state.select(keep_rows)
 
     # --- max_length reached: live hypotheses fill the empty pool slots --------------------
-    Ba = active.numel()
-    if Ba > 0:
+    n_live = active.numel()
+    if n_live > 0:
         slots = torch.arange(K, device=device).unsqueeze(0)  # (1, K)
-        filled = torch.isfinite(pool_score[active]).sum(dim=1, keepdim=True)  # (Ba, 1)
+        filled = torch.isfinite(pool_score[active]).sum(dim=1, keepdim=True)  # (n_live, 1)
         take = (slots - filled).clamp(min=0)  # live hypothesis for every empty slot
         fill = slots >= filled
-        live_norm = _normalise(live, L, pen).gather(1, take)
-        rows = torch.arange(Ba, device=device).unsqueeze(1)
+        live_norm = _normalise(live, T, length_penalty).gather(1, take)
+        rows = torch.arange(n_live, device=device).unsqueeze(1)
         src = (rows * K + take).reshape(-1)
-        l_tok = tok_buf.index_select(0, src).view(Ba, K, L)
-        l_copy = copy_buf.index_select(0, src).view(Ba, K, L)
-        l_attn = attn_buf.index_select(0, src).view(Ba, K, L, A)
+        l_tok = tok_buf.index_select(0, src).view(n_live, K, T)
+        l_copy = copy_buf.index_select(0, src).view(n_live, K, T)
+        l_attn = attn_buf.index_select(0, src).view(n_live, K, T, A)
         score = torch.where(fill, live_norm, pool_score[active])
         order = score.argsort(dim=1, descending=True, stable=True)
-        f3, f4 = fill.unsqueeze(-1), fill.view(Ba, K, 1, 1)
+        fill_steps, fill_attn = fill.unsqueeze(-1), fill.view(n_live, K, 1, 1)
         pool_score[active] = score.gather(1, order)
-        pool_tok[active] = torch.where(f3, l_tok, pool_tok[active])[rows, order]
-        pool_copy[active] = torch.where(f3, l_copy, pool_copy[active])[rows, order]
-        pool_attn[active] = torch.where(f4, l_attn, pool_attn[active])[rows, order]
-        pool_len[active] = torch.where(fill, L, pool_len[active])[rows, order]
+        pool_tok[active] = torch.where(fill_steps, l_tok, pool_tok[active])[rows, order]
+        pool_copy[active] = torch.where(fill_steps, l_copy, pool_copy[active])[rows, order]
+        pool_attn[active] = torch.where(fill_attn, l_attn, pool_attn[active])[rows, order]
+        pool_len[active] = torch.where(fill, T, pool_len[active])[rows, order]
         pool_finished[active] = torch.where(fill, False, pool_finished[active])[rows, order]
 
     # --- to Python (after decoding) -------------------------------------------------------
@@ -483,48 +493,55 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     return Hypotheses.from_n_best(n_best)
 
 
+# --------------------------------------------------------------------------------------------
+# Sampling (self-critical RL)
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, enc: Selectable | None = None,
+                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """A multinomial sample and the greedy sequence of every document, decoded in one batched loop
+    (2B rows): the sample and the baseline of self-critical RL (DCA eq 20).
+
+    Both halves go through :func:`filtered_step`, so they obey the filters of greedy and beam
+    search and ``config`` (RL uses ``min_length=0`` and no trigram blocking: the policy itself is
+    sampled); the greedy half is :func:`greedy_search`'s sequence. ``enc`` is ``model.encode(batch)``
+    when the caller has it already. A row whose every token is forbidden ends with EOS.
+
+    Returns (sample, greedy), each (B, T) extended ids, T = ``config.max_length``, ending with EOS
+    where the model ended them, PAD afterwards.
+    """
+    _check_model(model)
+    device = batch.src_ids.device
+    B, T = batch.batch_size, config.max_length
+    both = torch.cat([torch.arange(B), torch.arange(B)]).to(device)  # rows 0..B-1 sample, B..2B-1 greedy
+    enc_both = (model.encode(batch) if enc is None else enc).select(both)
+    state = model.init_state(enc_both)
+    width = model.vocab_size + batch.max_oov
+    n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)[both]
+    tokens = torch.full((2 * B, T), PAD_ID, dtype=torch.long, device=device)
+    done = torch.zeros(2 * B, dtype=torch.bool, device=device)
+    inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=device)
+    for t in range(T):
+        log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov)
+        stuck = log_probs.max(dim=-1).values == NEG_INF
+        if bool(stuck.any()):
+            log_probs[stuck, EOS_ID] = 0.0
+        sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
+        chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
+        chosen = chosen.masked_fill(done, PAD_ID)
+        tokens[:, t] = chosen
+        done = done | (chosen == EOS_ID)
+        if bool(done.all()):
+            break
+        inputs = chosen.masked_fill(done, EOS_ID)
+    return tokens[:B], tokens[B:]
+
+
 def search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
     """Greedy decoding when ``config.beam_size == 1``, beam search otherwise."""
     config = config or SearchConfig()
     if config.beam_size == 1:
         return greedy_search(model, batch, config)
     return beam_search(model, batch, config)
-
-
-# --------------------------------------------------------------------------------------------
-# Ids -> words
-# --------------------------------------------------------------------------------------------
-
-
-def to_words(
-    hyps_tokens: list[list[int]],
-    copy_positions: list[list[int]],
-    batch: Batch,
-    vocab: Vocabulary,
-    unk_replace: bool = True,
-) -> list[list[str]]:
-    """Decode extended ids to words, one list per document.
-
-    Extended ids >= V become the document's OOV words (``batch.oov_words[b]``). With
-    ``unk_replace``, every UNK becomes the source word at its copy position ``a * S + i``
-    (``batch.src_tokens[b][a][i]``, S = ``batch.src_ids.size(2)``), i.e. the source word with the
-    largest cascaded attention l^t_{a,i} * g^t_a (DCA Appendix A.2). A position that falls on
-    padding leaves the UNK as it is.
-    """
-    if len(hyps_tokens) != len(copy_positions):
-        raise ValueError(f"{len(hyps_tokens)} token lists but {len(copy_positions)} copy-position lists")
-    S = batch.src_ids.size(2)
-    out = []
-    for b, (ids, positions) in enumerate(zip(hyps_tokens, copy_positions)):
-        words = vocab.decode(ids, batch.oov_words[b])
-        if unk_replace:
-            if len(positions) != len(ids):
-                raise ValueError(f"document {b}: {len(ids)} tokens but {len(positions)} copy positions")
-            source = batch.src_tokens[b]
-            for j, (tok, pos) in enumerate(zip(ids, positions)):
-                if int(tok) == UNK_ID:
-                    a, i = divmod(int(pos), S)
-                    if a < len(source) and i < len(source[a]):
-                        words[j] = source[a][i]
-        out.append(words)
-    return out

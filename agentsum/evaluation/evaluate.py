@@ -11,7 +11,8 @@ import torch
 
 from agentsum.data.dataset import Document, sorted_batches
 from agentsum.data.language import TextProcessor
-from agentsum.decoding.search import SearchConfig, search, to_words
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import SearchConfig, search
 from agentsum.data.vocab import Vocabulary
 
 

@@ -65,8 +65,8 @@ from agentsum.serve.options import add_parser  # noqa: F401 - part of this modul
 from agentsum.data.corpus import Example
 from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, shown_agents, to_batch
 from agentsum.data.language import text_processor
-from agentsum.decoding.search import SearchConfig, search, to_words
-from agentsum.data.vocab import BOS_ID, PAD_ID
+from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced, to_words
+from agentsum.decoding.search import SearchConfig, search
 
 __all__ = ["TOP_K", "Batcher", "Summarizer", "add_parser", "background_server", "create_app", "main", "run"]
 
@@ -268,31 +268,24 @@ class Summarizer:
     def attention(self, batch, token_ids: list[list[int]], docs: Sequence[Document], k: int = TOP_K) -> list[dict]:
         """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run)."""
         B, A, S = batch.src_ids.shape
-        T = max(1, max(len(t) for t in token_ids))
-        tgt_in = torch.full((B, T), PAD_ID, dtype=torch.long)
-        tgt_in[:, 0] = BOS_ID
-        for b, ids in enumerate(token_ids):
-            if len(ids) > 1:  # step t reads the previous token (extended ids are read as UNK by the model)
-                tgt_in[b, 1 : len(ids)] = torch.tensor(ids[:-1], dtype=torch.long)
-        out = self.model(dataclasses.replace(batch, tgt_in=tgt_in))
+        out = self.model(teacher_forced(batch, padded_ids(token_ids)))
         agent = out.attention.agent.float()  # (B, T, A)
-        cascaded = (out.attention.word.float() * agent.unsqueeze(-1)).flatten(2)  # (B, T, A*S)
-        top_w, top_i = cascaded.topk(min(k, A * S), dim=-1)
+        top_w, top_i = cascaded_attention(out.attention.word, agent).topk(min(k, A * S), dim=-1)  # (B, T, k)
         agent_l, top_w_l, top_i_l = agent.tolist(), top_w.tolist(), top_i.tolist()
         payloads = []
         for b, ids in enumerate(token_ids):
-            source = batch.src_tokens[b]
             per_token = []
             for t in range(len(ids)):
                 entries = []
                 for w, pos in zip(top_w_l[b][t], top_i_l[b][t]):
-                    a, i = divmod(pos, S)
-                    if w <= 0 or a >= len(source) or i >= len(source[a]):
+                    found = source_word(batch, b, pos)
+                    if w <= 0 or found is None:
                         continue  # padding (zero weight)
-                    entries.append({"agent": a, "index": i, "word": source[a][i], "weight": round(w, WEIGHT_DIGITS)})
+                    a, i, word = found
+                    entries.append({"agent": a, "index": i, "word": word, "weight": round(w, WEIGHT_DIGITS)})
                 per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
-            payloads.append({"agents": A, "source_tokens": [list(x) for x in source], "per_token": per_token,
-                             "source_words": shown_agents(docs[b], self.config.data)})
+            payloads.append({"agents": A, "source_tokens": [list(x) for x in batch.src_tokens[b]],
+                             "per_token": per_token, "source_words": shown_agents(docs[b], self.config.data)})
         return payloads
 
 

@@ -12,15 +12,15 @@ batch size or summary length.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 import torch.nn.functional as F
 
 from agentsum.data.batch import Batch
+from agentsum.data.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.decoding.copying import teacher_forced
+from agentsum.decoding.search import SearchConfig, sample_and_greedy
 from agentsum.training.distributed import unwrap
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 SENTENCE_END_TOKENS = (".", "!", "?")
 
@@ -89,45 +89,6 @@ class MLE:
         return loss, stats
 
 
-@torch.no_grad()
-def sample_and_greedy(model, enc, batch_size: int, max_length: int,
-                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Decode a multinomial sample and the greedy sequence of every document, in one batched loop.
-
-    Returns (sample, greedy), each (B, L) extended ids ending with EOS where the model ended them,
-    PAD afterwards. No teacher forcing, no trigram blocking (the policy itself is sampled).
-    """
-    B = batch_size
-    device = next(model.parameters()).device
-    index = torch.cat([torch.arange(B), torch.arange(B)]).to(device)
-    enc2 = enc.select(index)
-    state = model.init_state(enc2)
-    tokens = torch.full((2 * B, max_length), PAD_ID, dtype=torch.long, device=index.device)
-    done = torch.zeros(2 * B, dtype=torch.bool, device=index.device)
-    inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=index.device)
-    for t in range(max_length):
-        log_probs, state, _ = model.step(enc2, state, inputs)
-        sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
-        chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
-        chosen = chosen.masked_fill(done, PAD_ID)
-        tokens[:, t] = chosen
-        done = done | (chosen == EOS_ID)
-        if bool(done.all()):
-            break
-        inputs = chosen.masked_fill(done, EOS_ID)
-    return tokens[:B], tokens[B:]
-
-
-def _as_targets(batch: Batch, tokens: torch.Tensor) -> Batch:
-    """The batch with ``tokens`` (B, L) as its target sequence (decoder input = BOS + tokens)."""
-    mask = tokens != PAD_ID
-    lengths = mask.sum(1)
-    keep = max(int(lengths.max()), 1)
-    tokens, mask = tokens[:, :keep], mask[:, :keep]
-    tgt_in = torch.cat([torch.full_like(tokens[:, :1], BOS_ID), tokens[:, :-1]], dim=1).masked_fill(~mask, PAD_ID)
-    return dataclasses.replace(batch, tgt_in=tgt_in, tgt_out=tokens, tgt_mask=mask)
-
-
 def _reference_ids(batch: Batch) -> torch.Tensor:
     """Reference ids for rewards; an UNK in the reference matches nothing (it is not a word)."""
     return batch.tgt_out.masked_fill(batch.tgt_out == UNK_ID, -1)
@@ -138,7 +99,9 @@ class SelfCritical:
     end-of-summary or sentence-level intermediate rewards (eq 22).
 
     For each document a summary is sampled and a greedy baseline decoded, batched, without
-    gradients; the sample's log-probabilities are then recomputed with gradients by one
+    gradients, by the search strategy :func:`agentsum.decoding.search.sample_and_greedy` (the
+    filters of greedy and beam search, no minimum length, no trigram blocking, at most
+    ``max_length`` tokens); the sample's log-probabilities are then recomputed with gradients by one
     teacher-forced pass over the sampled words (identical to the sampling step's distributions,
     see ``tests/test_dca.py``), which costs far less memory than keeping the graph of every sampling
     step. The reward is ROUGE-L F1 against the reference, computed on token ids.
@@ -159,6 +122,7 @@ class SelfCritical:
         self.intermediate = intermediate
         self.reward = reward
         self.max_length = max_length
+        self.sampling = SearchConfig(beam_size=1, min_length=0, max_length=max_length, block_trigrams=False)
         self.end_ids = end_ids
         self.mle = MLE(sem_weight, end_ids, coverage_weight)
 
@@ -177,7 +141,7 @@ class SelfCritical:
 
     def rl_sum(self, model, batch: Batch, sample: torch.Tensor, advantages: torch.Tensor, enc=None) -> torch.Tensor:
         """Eq (20) summed over the batch: -sum_b sum_t A_{b,t} log p(y^_{b,t})."""
-        sampled = _as_targets(batch, sample)
+        sampled = teacher_forced(batch, sample)
         out = model(sampled, enc)
         mask = sampled.tgt_mask
         log_p = out.dist.at(mask).log_prob(unwrap(model).target_ids(sampled.tgt_out)[mask])  # (P,)
@@ -186,7 +150,7 @@ class SelfCritical:
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
         core = unwrap(model)  # model may be wrapped by DistributedDataParallel; its forward carries the gradients
         enc = core.encode(batch)
-        sample, greedy = sample_and_greedy(core, enc, batch.batch_size, self.max_length)
+        sample, greedy = sample_and_greedy(core, batch, self.sampling, enc=enc)
         adv, stats = self.advantages(sample, greedy, _reference_ids(batch))
         tokens = max(int(batch.tgt_mask.sum()), 1)
         rl = self.rl_sum(model, batch, sample, adv, enc) / tokens

@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import torch
 
+from agentsum.data.vocab import EOS_ID, PAD_ID
+
 KINDS = ("rouge1", "rouge2", "rougeL")
 
 
@@ -245,7 +247,7 @@ def _sentence_rewards(candidate, reference, sentence_end_ids, kind):
 # Batched tensor plumbing
 
 
-def strip_ids(row, eos_id: int = 3, pad_id: int = 0) -> list[int]:
+def strip_ids(row, eos_id: int = EOS_ID, pad_id: int = PAD_ID) -> list[int]:
     """A row of a (B, T) id tensor (or any int sequence) as a list, cut at the first EOS or PAD.
 
     EOS and PAD are not words: leaving them in would let a trailing EOS match the reference's.
@@ -264,7 +266,7 @@ def _rows(ids: torch.Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
     return [strip_ids(row, eos_id, pad_id) for row in ids.detach().cpu().tolist()]
 
 
-def sequence_rewards(candidates: torch.Tensor, references: torch.Tensor, eos_id: int = 3, pad_id: int = 0,
+def sequence_rewards(candidates: torch.Tensor, references: torch.Tensor, eos_id: int = EOS_ID, pad_id: int = PAD_ID,
                      kind: str = "rougeL", dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(B,) ROUGE F1 of each candidate row against its reference row, both cut at the first EOS/PAD.
 
@@ -280,7 +282,7 @@ def sequence_rewards(candidates: torch.Tensor, references: torch.Tensor, eos_id:
 
 
 def sentence_reward_matrix(candidates: torch.Tensor, references: torch.Tensor, sentence_end_ids: Collection[int],
-                           eos_id: int = 3, pad_id: int = 0, kind: str = "rougeL",
+                           eos_id: int = EOS_ID, pad_id: int = PAD_ID, kind: str = "rougeL",
                            dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token intermediate rewards for a batch: (rewards (B, T), totals (B,)).
 
