@@ -1,4 +1,9 @@
-"""Command line: ``agentsum train | summarize | evaluate | lead3 | serve | plot | analyze | humaneval``."""
+"""Command line: ``agentsum train | summarize | evaluate | lead3 | export | serve | plot | analyze | humaneval``.
+
+This module builds the parser and runs the commands; the options several commands share, and what
+they turn into, are in :mod:`agentsum.options`. ``serve``, ``plot``, ``analyze`` and ``humaneval``
+register their own parsers (``add_parser``) and run functions (``run``).
+"""
 
 from __future__ import annotations
 
@@ -9,70 +14,8 @@ import time
 from pathlib import Path
 
 from agentsum.config import ConfigError, load_config, preset_names
-
-CHECKPOINT_HELP = ("a .pt checkpoint written by `agentsum train` or `agentsum export` (default: the English "
-                   "dialogue model shipped with agentsum, see docs/model_card.md)")
-EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
-               "directory of them, an LCSTS PART file or TSV, or hf:cnn_dailymail:3.0.0:test (needs "
-               "`pip install agentsum[hf]` and a network).")
-
-
-def _add_data_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, metavar="DATA")
-    p.add_argument("--start", type=int, help="first row (0-based)")
-    p.add_argument("--end", type=int, help="row after the last")
-    p.add_argument("--min-human-label", type=int,
-                   help="LCSTS PART II/III: keep pairs scored at least this (3 = the standard test set)")
-    p.add_argument("--skip-bad", action="store_true",
-                   help="skip malformed lines (counted and reported) instead of stopping at the first")
-
-
-def _load_examples(args, d):
-    from agentsum.data.corpus import ReadStats, load_examples
-
-    label = args.min_human_label if args.min_human_label is not None else d.min_human_label
-    stats = ReadStats()
-    examples = load_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field,
-                             skip_bad=d.skip_bad or args.skip_bad, min_human_label=label, stats=stats)
-    report_skipped(args.data, stats)
-    return examples
-
-
-def report_skipped(source: str, stats) -> None:
-    if stats.skipped:
-        print(f"{source}: skipped {stats.skipped} bad line(s); first: {'; '.join(stats.errors[:3])}", file=sys.stderr)
-
-
-def _add_search_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("search (defaults: the checkpoint's config)")
-    g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
-    g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
-    g.add_argument("--max-length", type=int, help="at most this many tokens (paper: 110)")
-    g.add_argument("--no-block-trigrams", action="store_true", help="allow a trigram to be generated twice")
-    g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
-    g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
-
-
-def search_overrides(args) -> dict:
-    """The SearchConfig fields set by the search options of :func:`_add_search_options`."""
-    changes = {}
-    if args.beam is not None:
-        changes["beam_size"] = args.beam
-    if args.min_length is not None:
-        changes["min_length"] = args.min_length
-    if args.max_length is not None:
-        changes["max_length"] = args.max_length
-    if args.no_block_trigrams:
-        changes["block_trigrams"] = False
-    if args.no_unk_replace:
-        changes["unk_replace"] = False
-    return changes
-
-
-def _search_config(args, config):
-    return dataclasses.replace(config.search, **search_overrides(args))
-
+from agentsum.options import (CHECKPOINT_HELP, EPILOG_DATA, add_data_options, add_search_options, data_settings,
+                              data_source, progress, search_overrides, warn)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsum", description="Deep Communicating Agents summarization toolkit.")
@@ -98,21 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true",
                    help="print the model's tokens (lower-cased, space-separated, as ROUGE scores them) instead of "
                         "text cased from the article and detokenized")
-    _add_search_options(p)
+    add_search_options(p)
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
                                    "rougeLsum), writing predictions.txt, predictions.jsonl and scores.json to --out.")
     p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
-    _add_data_options(p)
+    add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
-    _add_search_options(p)
+    add_search_options(p)
 
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
                        description="The first three sentences of each article (or its first N characters, the "
                                    "usual Chinese lead baseline) as its summary, tokenized and scored exactly like "
                                    "model outputs.")
-    _add_data_options(p)
+    add_data_options(p)
     p.add_argument("--config", default=None,
                    help="preset or YAML whose data section gives language, fields and casing (default: English)")
     p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
@@ -150,25 +93,13 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _progress(total: int, label: str):
-    started, done = time.perf_counter(), [0]
-
-    live = sys.stderr.isatty()
-
-    def update(n: int) -> None:
-        done[0] += n
-        rate = done[0] / max(time.perf_counter() - started, 1e-9)
-        line = f"{label}: {done[0]}/{total} documents, {rate:.2f} docs/s"
-        if live:  # one line, rewritten in place
-            print("\r" + line, end="\n" if done[0] >= total else "", file=sys.stderr, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    return update
+def _search_config(args, config):
+    return dataclasses.replace(config.search, **search_overrides(args))
 
 
 def cmd_summarize(args) -> int:
-    from agentsum.data.corpus import Example, load_examples, read_text_file
+    from agentsum.data.corpus import Example, read_text_file
+    from agentsum.data.sources import load_examples
     from agentsum.summarizer import Summarizer
 
     summarizer = Summarizer(args.checkpoint)
@@ -180,7 +111,7 @@ def cmd_summarize(args) -> int:
     started = time.perf_counter()
     texts, summaries = summarizer.summarize_examples(
         examples, search_config, raw=args.raw, batch_size=args.batch_size,
-        progress=_progress(len(examples), "summarizing") if len(examples) > args.batch_size else None)
+        progress=progress(len(examples), "summarizing") if len(examples) > args.batch_size else None)
     seconds = time.perf_counter() - started
     for text in texts:
         print(text)
@@ -192,19 +123,17 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from agentsum.training.checkpoint import default_checkpoint, load_model
-    from agentsum.data.dataset import prepare_all
-    from agentsum.evaluation.evaluate import evaluate_model, write_results
-    from agentsum.data.language import text_processor
+    from agentsum.data.dataset import load_documents
+    from agentsum.evaluation.evaluate import evaluate, write_results
     from agentsum.evaluation.rouge import format_rouge
+    from agentsum.summarizer import Summarizer
 
-    checkpoint = Path(args.checkpoint) if args.checkpoint else default_checkpoint()
-    model, vocab, config, _ = load_model(checkpoint)
-    docs = prepare_all(_load_examples(args, config.data), config.data)
-    search_config = _search_config(args, config)
-    predictions, scores = evaluate_model(model, vocab, docs, search_config, text_processor(config.data),
-                                         args.batch_size, _progress(len(docs), "decoding"))
-    default_out = (checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / f"eval-{Path(args.data).stem}"
+    summarizer = Summarizer(args.checkpoint)
+    docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=warn)
+    search_config = _search_config(args, summarizer.config)
+    predictions, scores = evaluate(summarizer, docs, search_config, args.batch_size, progress(len(docs), "decoding"))
+    default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / \
+        f"eval-{Path(args.data).stem}"
     out = Path(args.out) if args.out else default_out
     write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)
     print(format_rouge(scores))
@@ -214,16 +143,17 @@ def cmd_evaluate(args) -> int:
 
 def cmd_lead3(args) -> int:
     from agentsum.config import Config
-    from agentsum.evaluation.evaluate import write_results
+    from agentsum.data.dataset import read_examples
     from agentsum.data.language import text_processor
-    from agentsum.evaluation.rouge import format_rouge
+    from agentsum.evaluation.evaluate import write_results
+    from agentsum.evaluation.rouge import format_rouge, rouge_for
 
-    d = load_config(args.config).data if args.config else Config().data
+    d = data_settings(args, load_config(args.config).data if args.config else Config().data)
     language = text_processor(d)
-    examples = _load_examples(args, d)
+    examples = read_examples(data_source(args), d, warn=warn)
     predictions = [language.lead(e.article, args.sentences, args.chars) for e in examples]
     references = [language.join_sentences(language.summary_sentences(e.summary)) for e in examples]
-    scores = language.rouge(predictions, references)
+    scores = rouge_for(language, predictions, references)
     if args.out:
         write_results(args.out, predictions, references, [e.id for e in examples], scores)
     name = f"Lead-{args.chars} characters" if args.chars else f"Lead-{args.sentences}"
@@ -255,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    from agentsum.data.records import DataError
     from agentsum.training.checkpoint import CheckpointError
-    from agentsum.data.corpus import DataError
 
     try:
         handler = COMMANDS.get(args.command) or args.func

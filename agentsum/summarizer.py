@@ -1,6 +1,7 @@
 """The Python API: load a model once, summarize texts.
 
     from agentsum import Summarizer
+
     summarizer = Summarizer()                          # the English dialogue model shipped with agentsum
     summarizer("Amanda: I baked cookies. Do you want some?\nJerry: Sure!")
     # -> 'Amanda baked cookies and will bring Jerry some.'   (the shipped model's words may differ)
@@ -10,6 +11,10 @@
 Summaries come back as text a person reads (cased from the input, detokenized; ``raw=True`` gives
 the model's lower-cased tokens joined by spaces, the form ROUGE scores). Decoding settings default to
 the checkpoint's ``search`` section. The model runs on the CPU unless ``device`` says otherwise.
+
+Load -> prepare -> search -> words is written here once: ``agentsum summarize``, ``evaluate``,
+``analyze``, the HTTP service and validation during training all decode through a Summarizer
+(:meth:`Summarizer.from_model` wraps a model in memory).
 """
 
 from __future__ import annotations
@@ -20,47 +25,121 @@ from pathlib import Path
 
 import torch
 
-from agentsum.training import checkpoint as checkpoints
-from agentsum.data.corpus import DataError, Example
-from agentsum.data.dataset import NO_WORDS, has_words, prepare_all
-from agentsum.evaluation.evaluate import summarize_documents
+from agentsum.config import Config
+from agentsum.data.batch import Batch
+from agentsum.data.corpus import Example
+from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, sorted_batches
 from agentsum.data.language import text_processor
-from agentsum.decoding.search import SearchConfig
+from agentsum.data.records import DataError
+from agentsum.data.vocab import Vocabulary
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import Hypotheses, SearchConfig, search
+from agentsum.models.base import SummarizationModel
+from agentsum.training import checkpoint as checkpoints
 
 
 class Summarizer:
-    """A loaded model and its preprocessing, search settings and output formatting."""
+    """A loaded model and its preprocessing, search settings and output formatting.
+
+    model, vocab, config: what the checkpoint holds; metadata: the rest of it (step, selection,
+    provenance); language: the text processor of ``config.data``.
+    """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu"):
-        self.checkpoint = Path(checkpoint) if checkpoint is not None else checkpoints.default_checkpoint()
-        self.model, self.vocab, self.config, self.metadata = checkpoints.load_model(self.checkpoint, device)
-        self.language = text_processor(self.config.data)
+        self.checkpoint: Path | None = Path(checkpoint) if checkpoint is not None else checkpoints.default_checkpoint()
+        model, vocab, config, metadata = checkpoints.load_model(self.checkpoint, device)
+        self._hold(model, vocab, config, metadata)
 
+    @classmethod
+    def from_model(cls, model: SummarizationModel, vocab: Vocabulary, config: Config,
+                   metadata: dict | None = None) -> Summarizer:
+        """A Summarizer of a model in memory (e.g. the one being trained); it is not put in eval mode
+        here, :meth:`summarize_documents` does that while it decodes."""
+        summarizer = cls.__new__(cls)
+        summarizer.checkpoint = None
+        summarizer._hold(model, vocab, config, metadata or {})
+        return summarizer
+
+    def _hold(self, model, vocab: Vocabulary, config: Config, metadata: dict) -> None:
+        self.model, self.vocab, self.config, self.metadata = model, vocab, config, metadata
+        self.language = text_processor(config.data)
+
+    # ------------------------------------------------------------------------------ prepare
+    def prepare(self, texts: Sequence[str], origin: str = "texts") -> list[Document]:
+        """Documents of plain texts (the article as written is kept, for readable output); text i
+        is named ``{origin}[i]`` in errors."""
+        examples = [Example(id=str(i), article=t, summary="", origin=f"{origin}[{i}]") for i, t in enumerate(texts)]
+        return self.prepare_examples(examples)
+
+    def prepare_examples(self, examples: Sequence[Example], *, keep_text: bool = True) -> list[Document]:
+        """Documents of corpus examples, one per example, in order (none dropped: see :func:`has_words`)."""
+        return prepare_all(examples, self.config.data, drop_empty=False, keep_text=keep_text)
+
+    def search_config(self, **changes) -> SearchConfig:
+        """The checkpoint's search settings with ``changes`` (None values are left out)."""
+        return dataclasses.replace(self.config.search, **{k: v for k, v in changes.items() if v is not None})
+
+    # ------------------------------------------------------------------------------ search
+    @torch.no_grad()
+    def decode_batch(self, batch: Batch, search_config: SearchConfig) -> tuple[Hypotheses, list[list[str]]]:
+        """Search one batch (moved to the model's device) and read every best hypothesis as words
+        (OOV ids and, with ``search_config.unk_replace``, UNK replaced: :func:`~agentsum.decoding.copying.to_words`)."""
+        batch = batch.to(next(self.model.parameters()).device)
+        hyps = search(self.model, batch, search_config)
+        words = to_words(hyps.tokens, hyps.copy_positions, batch, self.vocab, unk_replace=search_config.unk_replace)
+        return hyps, words
+
+    @torch.no_grad()
+    def summarize_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
+                            progress=None, with_attention: bool = False):
+        """Summary tokens for each document, in the order given; decoded in length-sorted batches.
+
+        With ``with_attention`` returns ``(tokens, attention)`` where ``attention[i]`` is document i's
+        agent attention g^t per output token, a (len, A) tensor. ``progress(n)`` is called after
+        every batch of n documents. The model is in eval mode while it decodes and returns to its
+        previous mode after.
+        """
+        training = self.model.training
+        self.model.eval()
+        results: list[list[str]] = [[] for _ in docs]
+        attention: list[torch.Tensor | None] = [None for _ in docs]
+        try:
+            for indices, batch in sorted_batches(docs, self.vocab, batch_size, with_targets=False):
+                hyps, words = self.decode_batch(batch, search_config)
+                for i, w, g in zip(indices, words, hyps.agent_attention):
+                    results[i] = w
+                    attention[i] = g
+                if progress is not None:
+                    progress(len(indices))
+        finally:
+            self.model.train(training)
+        return (results, attention) if with_attention else results
+
+    # ------------------------------------------------------------------------------ text in, text out
     def __call__(self, texts: str | Sequence[str], *, beam_size: int | None = None, min_length: int | None = None,
                  max_length: int | None = None, raw: bool = False, batch_size: int = 16) -> str | list[str]:
         """The summary of one text (a string), or of each text of a list, in order.
 
-        A text with no words (after preprocessing) is a :class:`agentsum.data.corpus.DataError`.
+        A text with no words (after preprocessing) is a :class:`agentsum.data.records.DataError`.
         """
         single = isinstance(texts, str)
         items = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in items):
             raise TypeError("texts must be a string or a sequence of strings")
         examples = [Example(id=str(i), article=t, summary="", origin=f"texts[{i}]") for i, t in enumerate(items)]
-        search = dataclasses.replace(self.config.search, **{k: v for k, v in (
-            ("beam_size", beam_size), ("min_length", min_length), ("max_length", max_length)) if v is not None})
-        out, _ = self.summarize_examples(examples, search, raw=raw, batch_size=batch_size)
+        search_config = self.search_config(beam_size=beam_size, min_length=min_length, max_length=max_length)
+        out, _ = self.summarize_examples(examples, search_config, raw=raw, batch_size=batch_size)
         return out[0] if single else out
 
-    def summarize_examples(self, examples: Sequence[Example], search: SearchConfig, *, raw: bool = False,
+    def summarize_examples(self, examples: Sequence[Example], search_config: SearchConfig, *, raw: bool = False,
                            batch_size: int = 16, progress=None) -> tuple[list[str], list[list[str]]]:
         """(summary texts, model tokens) of corpus examples, in order; what ``agentsum summarize``
         runs. An example with no words is a DataError naming its origin ("<stdin>" for "-")."""
-        docs = prepare_all(examples, self.config.data, drop_empty=False, keep_text=True)
+        docs = self.prepare_examples(examples)
         empty = ["<stdin>" if e.origin == "-" else e.origin for e, d in zip(examples, docs) if not has_words(d)]
         if empty:
             raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
-        tokens = summarize_documents(self.model, self.vocab, docs, search, batch_size, progress)
+        tokens = self.summarize_documents(docs, search_config, batch_size, progress)
         texts = [self.language.display(t) if raw else " ".join(self.language.readable(t, d.article))
                  for t, d in zip(tokens, docs)]
         return texts, tokens

@@ -35,11 +35,11 @@ def measure(preset: str, args) -> dict:
     import torch
 
     from agentsum.config import load_config
-    from agentsum.data.corpus import load_examples
     from agentsum.data.dataset import iterate_global_batches, prepare_all, sorted_batches, to_batch
+    from agentsum.data.sources import load_examples
+    from agentsum.decoding.search import SearchConfig, search
     from agentsum.models import build_model
     from agentsum.training.objectives import build_objective
-    from agentsum.decoding.search import SearchConfig, search
     from agentsum.training.trainer import build_vocab
 
     torch.set_num_threads(args.threads)

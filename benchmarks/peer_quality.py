@@ -4,7 +4,7 @@ The quality counterpart of ``bench_peer.py`` (which compares speed): the peer is
 through ``../shared/peers/opennmt/`` (its own virtual environment, patched for its copy-attention
 bugs), trained on the same corpus as an agentsum preset for the same wall-clock minutes on the same
 number of threads, and every checkpoint it saved is decoded on the same held-out documents and scored
-with agentsum's own ROUGE (``language.rouge``: rouge-score, stemmed for English, characters for
+with agentsum's own ROUGE (``agentsum.evaluation.rouge.rouge_for``: rouge-score, stemmed for English, characters for
 Chinese) against the references agentsum scores against. The records go to ``OUT/curve.jsonl`` in
 ``quality_curve.py``'s format, so its plot draws the peer beside agentsum's runs.
 
@@ -122,8 +122,9 @@ def train(task: dict, args, env: dict) -> float:
 
 def score(task: dict, args, env: dict, start: float) -> list[dict]:
     from agentsum.config import load_config
-    from agentsum.data.corpus import load_examples
     from agentsum.data.language import text_processor
+    from agentsum.data.sources import load_examples
+    from agentsum.evaluation.rouge import rouge_for
     from quality_curve import doubled_rate
 
     language = text_processor(load_config(task["preset"]).data)
@@ -156,7 +157,7 @@ def score(task: dict, args, env: dict, start: float) -> list[dict]:
             sh([args.venv / "bin" / "onmt_translate", "-model", path, "-src", src, "-output", pred,
                 "-batch_size", "30", *task["decode_args"]], env, args.work / f"translate_{path.stem}_{n}.log")
             predictions = [split_sentences(line, task["lang"]) for line in pred.read_text().splitlines()]
-            scores = language.rouge(predictions, references[:n])
+            scores = rouge_for(language, predictions, references[:n])
             record = {**key, "beam": int(task["decode_args"][1]), "minutes": round((path.stat().st_mtime - start) / 60, 2),
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
                       "doubled": round(doubled_rate(predictions), 2) if task["lang"] == "en" else None,

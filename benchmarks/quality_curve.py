@@ -28,11 +28,13 @@ from pathlib import Path
 
 import torch
 
-from agentsum.training.checkpoint import load_model, read_checkpoint
-from agentsum.data.corpus import load_examples
 from agentsum.data.dataset import prepare_all
-from agentsum.evaluation.evaluate import evaluate_model
 from agentsum.data.language import text_processor
+from agentsum.data.sources import load_examples
+from agentsum.evaluation.evaluate import evaluate
+from agentsum.evaluation.rouge import rouge_for
+from agentsum.summarizer import Summarizer
+from agentsum.training.checkpoint import read_checkpoint
 
 
 #: Words whose repetition within a few tokens is ordinary English ("the cat and the dog").
@@ -109,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
                 names.append(run_dir / "checkpoints" / f"{name}.pt")
         for path in names:
-            model, vocab, config, meta = load_model(path)
-            step = int(meta["step"])
+            summarizer = Summarizer(path)
+            config = summarizer.config
+            step = int(summarizer.metadata["step"])
             search = dataclasses.replace(config.search, **{k: v for k, v in (
                 ("beam_size", args.beam), ("min_length", args.min_length), ("max_length", args.max_length))
                 if v is not None})
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 prepared[data_key_config] = prepare_all(examples, config.data)
             docs = prepared[data_key_config]
             started = time.perf_counter()
-            predictions, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data))
+            predictions, scores = evaluate(summarizer, docs, search)
             record = {**key, "minutes": round(minute_at(minutes, step), 2),
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
                       "doubled": round(doubled_rate(predictions), 2), "decode_s": round(time.perf_counter() - started, 1)}
@@ -142,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
 
     language = text_processor(Config.from_dict(first["config"]).data)
     examples = load_examples(args.data, start=args.start or None, end=end)
-    lead = language.rouge([language.lead(e.article, chars=args.lead_chars) for e in examples],
-                          [language.join_sentences(language.summary_sentences(e.summary)) for e in examples])
+    lead = rouge_for(language, [language.lead(e.article, chars=args.lead_chars) for e in examples],
+                     [language.join_sentences(language.summary_sentences(e.summary)) for e in examples])
     lead["name"] = f"first {args.lead_chars} characters" if args.lead_chars else "Lead-3"
     print(f"{lead['name']} on {data_key}: R-1 {lead['rouge1']:.2f}  R-2 {lead['rouge2']:.2f}  "
           f"R-Lsum {lead['rougeLsum']:.2f}")

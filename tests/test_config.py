@@ -79,9 +79,9 @@ def test_unknown_keys_and_presets_are_errors(tmp_path):
 def test_bad_choices_fail_when_the_config_is_read(override, message, monkeypatch):
     """A misspelt value stops load_config itself, naming the key and the allowed values, before any
     corpus is read (the corpus readers would fail the test if they were reached)."""
-    import agentsum.data.corpus
+    import agentsum.data.sources
 
-    monkeypatch.setattr(agentsum.data.corpus, "load_examples", lambda *a, **k: pytest.fail("corpus read"))
+    monkeypatch.setattr(agentsum.data.sources, "load_examples", lambda *a, **k: pytest.fail("corpus read"))
     with pytest.raises(ConfigError) as error:
         load_config("tiny", [override])
     assert message in str(error.value)

@@ -6,16 +6,9 @@ import sys
 
 import pytest
 
-from agentsum.data.corpus import (
-    DataError,
-    Example,
-    ReadStats,
-    load_examples,
-    read_jsonl,
-    read_stories,
-    read_story,
-    read_text_file,
-)
+from agentsum.data.corpus import Example, read_jsonl, read_stories, read_story, read_text_file
+from agentsum.data.records import DataError, ReadStats
+from agentsum.data.sources import load_examples
 
 
 def write_jsonl(path, rows):

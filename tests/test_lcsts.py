@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from agentsum.data.corpus import DataError, ReadStats
+from agentsum.data.records import DataError, ReadStats
 from agentsum.data.lcsts import TEST_MIN_HUMAN_LABEL, load_lcsts, read_lcsts_part, read_lcsts_tsv, sniff_lcsts
 
 PART_III = """\

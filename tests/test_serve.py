@@ -327,7 +327,7 @@ def test_create_app_rejects_a_bad_checkpoint(tmp_path):
 
 
 def test_cli_parser():
-    from agentsum.serve.app import add_parser
+    from agentsum.serve.options import add_parser
 
     parser = argparse.ArgumentParser(prog="agentsum")
     parser.add_argument("--threads", type=int)

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from agentsum.training.checkpoint import default_checkpoint, load_model, read_checkpoint
-from agentsum.data.corpus import load_examples
+from agentsum import Summarizer
 from agentsum.data.dataset import prepare_all
-from agentsum.evaluation.evaluate import evaluate_model, summarize_documents
-from agentsum.data.language import text_processor
+from agentsum.data.sources import load_examples
+from agentsum.evaluation.evaluate import evaluate
+from agentsum.evaluation.rouge import rouge_for
+from agentsum.training.checkpoint import default_checkpoint, read_checkpoint
 
 CHATS = Path(__file__).parent / "data" / "chats.jsonl"  # written for this test, not from any corpus
 SAMSUM_VALID = Path(__file__).parents[2] / "shared" / "data" / "samsum" / "valid.jsonl"
@@ -17,16 +18,15 @@ SAMSUM_VALID = Path(__file__).parents[2] / "shared" / "data" / "samsum" / "valid
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_model(default_checkpoint())
+    return Summarizer()
 
 
 def rouge_against_lead3(shipped, path, start=None, end=None):
-    model, vocab, config, _ = shipped
     examples = load_examples(str(path), start=start, end=end)
-    docs = prepare_all(examples, config.data)
-    language = text_processor(config.data)
-    _, scores = evaluate_model(model, vocab, docs, config.search, language)
-    lead = language.rouge([language.lead(e.article) for e in examples], [d.reference for d in docs])
+    docs = prepare_all(examples, shipped.config.data)
+    _, scores = evaluate(shipped, docs, shipped.config.search)
+    language = shipped.language
+    lead = rouge_for(language, [language.lead(e.article) for e in examples], [d.reference for d in docs])
     return scores, lead
 
 
@@ -53,12 +53,8 @@ def test_shipped_model_beats_lead3_on_samsum_validation_dialogues(shipped):
 
 
 def test_shipped_model_output_reads_as_text(shipped):
-    model, vocab, config, _ = shipped
     examples = load_examples(str(CHATS))
-    docs = prepare_all(examples, config.data, keep_text=True)
-    language = text_processor(config.data)
-    summaries = summarize_documents(model, vocab, docs, config.search)
-    texts = [" ".join(language.readable(tokens, doc.article)) for tokens, doc in zip(summaries, docs)]
+    texts, _ = shipped.summarize_examples(examples, shipped.config.search)
     speakers = {line.split(":")[0] for e in examples for line in e.article.splitlines()}
     for text in texts:
         assert text[0].isupper() and text.rstrip()[-1] in ".!?", text

@@ -1,11 +1,12 @@
 """Reading article/summary corpora: JSON Lines, JSON arrays (SAMSum), CNN/DailyMail ``.story`` files,
-Hugging Face.
+Hugging Face. LCSTS has its own readers (:mod:`agentsum.data.lcsts`); :mod:`agentsum.data.sources`
+picks the reader for a corpus name.
 
 Every reader yields :class:`Example` records carrying their ``origin`` ("file:line") and every
-problem is a :class:`DataError` naming the file, the line and the field, so a bad row in a corpus
-of 300k can be found without a debugger. ``skip_bad=True`` turns those errors into skipped rows
-counted in a :class:`ReadStats` the caller passes in (a plain counter object, so the readers stay
-generators and need no reader class).
+problem is a :class:`~agentsum.data.records.DataError` naming the file, the line and the field, so
+a bad row in a corpus of 300k can be found without a debugger. ``skip_bad=True`` turns those errors
+into skipped rows counted in a :class:`~agentsum.data.records.ReadStats` the caller passes in (the
+one skip loop is :func:`agentsum.data.records.keep_good`).
 
 Rows whose article is empty (or, with ``require_summary``, whose summary is empty) count as bad:
 CNN/DailyMail has a few hundred empty articles and training on them only teaches hallucination.
@@ -13,23 +14,18 @@ CNN/DailyMail has a few hundred empty articles and training on them only teaches
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: How many skipped-row messages :class:`ReadStats` keeps for reporting.
-MAX_KEPT_ERRORS = 20
+from agentsum.data.records import (DataError, ReadStats, decode_utf8, json_object, jsonl_rows, keep_good, open_binary,
+                                   require_file)
 
-
-class DataError(ValueError):
-    """A corpus or input file cannot be read; the message names the file (and line, field)."""
-
+__all__ = ["Example", "FIELD_ALIASES", "parse_hf_spec", "read_hf", "read_json_array", "read_jsonl", "read_stories",
+           "read_story", "read_text_file"]
 
 @dataclass(frozen=True)
 class Example:
@@ -41,20 +37,6 @@ class Example:
     origin: str
 
 
-@dataclass
-class ReadStats:
-    """Counts filled in by a reader: rows yielded, bad rows skipped, first few skip reasons."""
-
-    read: int = 0
-    skipped: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    def skip(self, error: DataError) -> None:
-        self.skipped += 1
-        if len(self.errors) < MAX_KEPT_ERRORS:
-            self.errors.append(str(error))
-
-
 def _check_text(value: Any, name: str, where: str, *, required: bool) -> str:
     """The field's text; "" for a missing optional field; DataError when unusable."""
     if value is None and not required:
@@ -64,35 +46,6 @@ def _check_text(value: Any, name: str, where: str, *, required: bool) -> str:
     if required and not value.strip():
         raise DataError(f"{where}: field {name!r} is empty")
     return value
-
-
-def _open_binary(path: Path) -> io.BufferedIOBase:
-    """Open a file for byte reading (gunzipping ``*.gz``); DataError when it does not exist."""
-    try:
-        if path.suffix == ".gz":
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        return path.open("rb")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a file") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot open ({exc.strerror or exc})") from None
-
-
-def _parse_jsonl_line(raw: bytes, where: str) -> dict[str, Any]:
-    """One JSONL line -> its object; DataError for bad UTF-8, bad JSON or a non-object."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: invalid UTF-8 at byte {exc.start} of the line") from None
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: invalid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    return obj
 
 
 #: Field names other public corpora use for what a default field name means: SAMSum (Gliwa et al.,
@@ -155,52 +108,14 @@ def read_jsonl(
     file raises here, not at the first ``next()``.
     """
     path = Path(path)
-    _require_file(path)
-    return _iter_jsonl(
-        path, article_field, summary_field, id_field, skip_bad, require_summary,
-        stats if stats is not None else ReadStats(),
-    )
+    require_file(path)
+    fields = (article_field, summary_field, id_field)
 
+    def example(where: str, raw: bytes) -> Example:
+        line_no = where.rsplit(":", 1)[1]
+        return _example_from_row(json_object(raw, where), where, f"{path.name}:{line_no}", fields, require_summary)
 
-def _require_file(path: Path) -> None:
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    if path.is_dir():
-        raise DataError(f"{path}: is a directory, expected a file")
-
-
-def _iter_jsonl(
-    path: Path,
-    article_field: str,
-    summary_field: str,
-    id_field: str,
-    skip_bad: bool,
-    require_summary: bool,
-    stats: ReadStats,
-) -> Iterator[Example]:
-    with _open_binary(path) as handle:
-        try:
-            for line_no, raw in enumerate(handle, start=1):
-                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                if not raw.strip():
-                    continue
-                where = f"{path}:{line_no}"
-                try:
-                    row = _parse_jsonl_line(raw, where)
-                    example = _example_from_row(
-                        row, where, f"{path.name}:{line_no}",
-                        (article_field, summary_field, id_field), require_summary,
-                    )
-                except DataError as exc:
-                    if not skip_bad:
-                        raise
-                    stats.skip(exc)
-                    continue
-                stats.read += 1
-                yield example
-        except (OSError, EOFError) as exc:  # truncated or corrupt .gz
-            raise DataError(f"{path}: cannot read ({exc})") from None
+    return keep_good(jsonl_rows(path), example, skip_bad, stats if stats is not None else ReadStats())
 
 
 def read_json_array(
@@ -216,15 +131,23 @@ def read_json_array(
     SAMSum release (``train.json``, ``val.json``, ``test.json`` with ``id``, ``dialogue``,
     ``summary``). Errors name the line on which the bad object starts."""
     path = Path(path)
-    _require_file(path)
-    with _open_binary(path) as handle:
-        text = _decode_utf8(handle.read(), str(path))
-    return _iter_json_array(path, text, (article_field, summary_field, id_field), skip_bad, require_summary,
-                            stats if stats is not None else ReadStats())
+    require_file(path)
+    with open_binary(path) as handle:
+        text = decode_utf8(handle.read(), str(path))
+    fields = (article_field, summary_field, id_field)
+
+    def example(where: str, item: tuple[int, Any]) -> Example:
+        index, row = item
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        return _example_from_row(row, where, f"{path.name}:{index}", fields, require_summary)
+
+    return keep_good(_json_array_rows(path, text), example, skip_bad, stats if stats is not None else ReadStats())
 
 
-def _iter_json_array(path: Path, text: str, fields: tuple[str, str, str], skip_bad: bool,
-                     require_summary: bool, stats: ReadStats) -> Iterator[Example]:
+def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, tuple[int, Any]]]:
+    """("file:line", (index, value)) of every element of the array; a syntax error stops reading
+    (there is no line to resume at)."""
     decoder = json.JSONDecoder()
     counted = [0, 1]  # (position, line there): lines are counted forward only, once over the file
 
@@ -245,32 +168,13 @@ def _iter_json_array(path: Path, text: str, fields: tuple[str, str, str], skip_b
             row, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        try:
-            if not isinstance(row, dict):
-                raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            example = _example_from_row(row, where, f"{path.name}:{index}", fields, require_summary)
-        except DataError as exc:
-            if not skip_bad:
-                raise
-            stats.skip(exc)
-        else:
-            stats.read += 1
-            yield example
+        yield where, (index, row)
         index += 1
         pos = _skip_space(text, end)
         if text.startswith(",", pos):
             pos = _skip_space(text, pos + 1)
         elif not text.startswith("]", pos):
             raise DataError(f"{path}:{line_of(pos)}: invalid JSON (expected ',' or ']' after an object)")
-
-
-def _decode_utf8(data: bytes, name: str) -> str:
-    """A whole file's text (a leading BOM dropped); DataError naming the line of a bad byte."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{name}:{line_no}: invalid UTF-8 at byte {exc.start} of the file") from None
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -307,8 +211,8 @@ def read_story(path: str | Path, require_summary: bool = True) -> Example:
     The summary joins the highlights with newlines, the same layout as the HF ``highlights`` field.
     """
     path = Path(path)
-    with _open_binary(path) as handle:
-        text = _decode_utf8(handle.read(), str(path))
+    with open_binary(path) as handle:
+        text = decode_utf8(handle.read(), str(path))
     return _parse_story(text, str(path), path.stem, require_summary)
 
 
@@ -328,20 +232,9 @@ def read_stories(
         files = sorted(p for p in root.rglob("*.story") if p.is_file())
     else:
         files = sorted(Path(p) for p in directory_or_files)
-    return _iter_stories(files, skip_bad, require_summary, stats if stats is not None else ReadStats())
-
-
-def _iter_stories(files: list[Path], skip_bad: bool, require_summary: bool, stats: ReadStats) -> Iterator[Example]:
-    for file in files:
-        try:
-            example = read_story(file, require_summary=require_summary)
-        except DataError as exc:
-            if not skip_bad:
-                raise
-            stats.skip(exc)
-            continue
-        stats.read += 1
-        yield example
+    rows = ((str(file), file) for file in files)
+    return keep_good(rows, lambda _, file: read_story(file, require_summary=require_summary), skip_bad,
+                     stats if stats is not None else ReadStats())
 
 
 def read_hf(
@@ -373,31 +266,10 @@ def read_hf(
             f"{source}: cannot load the dataset ({type(exc).__name__}: {exc}); "
             "the machine must be online (or have the dataset cached)"
         ) from None
-    return _iter_hf(
-        dataset, source, (article_field, summary_field, id_field), skip_bad, require_summary,
-        stats if stats is not None else ReadStats(),
-    )
-
-
-def _iter_hf(
-    dataset: Iterable[dict[str, Any]],
-    source: str,
-    fields: tuple[str, str, str],
-    skip_bad: bool,
-    require_summary: bool,
-    stats: ReadStats,
-) -> Iterator[Example]:
-    for index, row in enumerate(dataset):
-        where = f"{source}:{index}"
-        try:
-            example = _example_from_row(row, where, str(index), fields, require_summary)
-        except DataError as exc:
-            if not skip_bad:
-                raise
-            stats.skip(exc)
-            continue
-        stats.read += 1
-        yield example
+    fields = (article_field, summary_field, id_field)
+    rows = ((f"{source}:{index}", (index, row)) for index, row in enumerate(dataset))
+    return keep_good(rows, lambda where, item: _example_from_row(item[1], where, str(item[0]), fields, require_summary),
+                     skip_bad, stats if stats is not None else ReadStats())
 
 
 def parse_hf_spec(spec: str) -> tuple[str, str, str]:
@@ -411,81 +283,15 @@ def parse_hf_spec(spec: str) -> tuple[str, str, str]:
     return name, config, split
 
 
-def load_examples(
-    spec: str,
-    *,
-    start: int | None = None,
-    end: int | None = None,
-    article_field: str = "article",
-    summary_field: str = "summary",
-    id_field: str = "id",
-    skip_bad: bool = False,
-    require_summary: bool = True,
-    stats: ReadStats | None = None,
-    min_human_label: int | None = None,
-) -> list[Example]:
-    """Read a corpus named by ``spec`` and keep examples ``[start:end)``.
-
-    ``hf:NAME[:CONFIG[:SPLIT]]`` -> Hugging Face; a directory -> its ``.story`` files; a
-    ``.story`` file -> one story; an LCSTS PART file (``<doc id=...>`` blocks) or a ``.tsv`` ->
-    ``agentsum.data.lcsts`` (``min_human_label`` keeps pairs scored at least that; 3 gives the standard
-    PART III test set); a ``.json`` file -> one JSON array of objects (the original SAMSum files);
-    anything else -> JSON Lines (``.gz`` allowed). Default field names fall back to their
-    :data:`FIELD_ALIASES` (``dialogue`` for ``article``, ...). Slicing counts
-    good examples (after skipped rows); non-negative bounds stop reading early.
-    The field names apply to JSON Lines, JSON arrays and ``hf:`` datasets alike.
-    """
-    stats = stats if stats is not None else ReadStats()
-    examples: Iterator[Example]
-    if spec.startswith("hf:"):
-        name, config, split = parse_hf_spec(spec)
-        examples = read_hf(  # CNN/DailyMail's "highlights" is found through FIELD_ALIASES
-            name, config, split, article_field, summary_field, id_field, skip_bad, require_summary, stats
-        )
-    else:
-        path = Path(spec)
-        if not path.exists():
-            raise DataError(f"{spec}: no such file or directory")
-        if path.is_dir() or path.suffix == ".story":
-            examples = read_stories(path if path.is_dir() else [path], skip_bad, require_summary, stats)
-        elif path.name.lower().removesuffix(".gz").endswith(".json"):
-            examples = read_json_array(
-                path, article_field, summary_field, id_field, skip_bad, require_summary, stats
-            )
-        elif min_human_label is not None or _is_lcsts(path):
-            from agentsum.data.lcsts import load_lcsts
-
-            examples = load_lcsts(path, min_human_label, skip_bad, require_summary, stats)
-        else:
-            examples = read_jsonl(
-                path, article_field, summary_field, id_field, skip_bad, require_summary, stats
-            )
-    if (start is None or start >= 0) and (end is None or end >= 0):
-        result = list(islice(examples, start, end))
-    else:
-        result = list(examples)[start:end]
-    if not result:
-        where = "" if start is None and end is None else f" slice [{start}:{end}]"
-        skipped = f" ({stats.skipped} bad rows skipped)" if stats.skipped else ""
-        raise DataError(f"no examples in {spec}{where}{skipped}")
-    return result
-
-
-def _is_lcsts(path: Path) -> bool:
-    from agentsum.data.lcsts import sniff_lcsts
-
-    return path.name.lower().removesuffix(".gz").endswith(".tsv") or sniff_lcsts(path)
-
-
 def read_text_file(path: str | Path) -> str:
     """A whole UTF-8 text file, or standard input for "-" (the ``summarize`` command's input)."""
     name = "<stdin>" if str(path) == "-" else str(path)
     if str(path) == "-":
         data = sys.stdin.buffer.read()
     else:
-        _require_file(Path(path))
+        require_file(Path(path))
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise DataError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return _decode_utf8(data, name)
+    return decode_utf8(data, name)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from agentsum.data import sources
 from agentsum.data.agents import default_agent_budget, split_among_agents
 from agentsum.data.batch import Batch, make_batch
 from agentsum.data.corpus import Example
 from agentsum.data.language import TextProcessor, text_processor
+from agentsum.data.records import ReadStats
 from agentsum.data.vocab import Vocabulary
 
 
@@ -117,6 +119,26 @@ def prepare_all(examples: Sequence[Example], cfg: DataConfig, *, drop_empty: boo
     language = text_processor(cfg)
     docs = [prepare(ex, cfg, language, keep_text) for ex in examples]
     return [d for d in docs if any(d.agents)] if drop_empty else docs
+
+
+def read_examples(source: DataSource, cfg: DataConfig, *, require_summary: bool = True,
+                  warn: Callable[[str], None] | None = None) -> list[Example]:
+    """The examples of ``source`` (rows [start, end)) read with ``cfg``'s field names, LCSTS label
+    filter and ``skip_bad``; when rows were skipped, ``warn`` gets the line that says so."""
+    stats = ReadStats()
+    examples = sources.load_examples(source.path, start=source.start, end=source.end, article_field=cfg.article_field,
+                                     summary_field=cfg.summary_field, id_field=cfg.id_field, skip_bad=cfg.skip_bad,
+                                     require_summary=require_summary, min_human_label=cfg.min_human_label, stats=stats)
+    report = stats.report(source.path)
+    if report is not None and warn is not None:
+        warn(report)
+    return examples
+
+
+def load_documents(source: DataSource, cfg: DataConfig, *, drop_empty: bool = True,
+                   warn: Callable[[str], None] | None = None) -> list[Document]:
+    """The documents of ``source`` prepared as ``cfg`` says: :func:`read_examples`, then :func:`prepare_all`."""
+    return prepare_all(read_examples(source, cfg, warn=warn), cfg, drop_empty=drop_empty)
 
 
 def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = True, pad_multiple: int = 1) -> Batch:

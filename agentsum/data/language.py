@@ -1,10 +1,10 @@
 """Language-specific text handling, chosen by ``data.language``: the rest of the pipeline calls these
 methods and never branches on the language itself.
 
-English (``en``): lower-casing, PTB-like tokens, blingfire sentences (``agentsum.data.text``), ROUGE with
-rouge-score's tokenizer and stemming. Chinese (``zh``): jieba words or characters
-(``data.zh_tokenizer``, ``agentsum.data.chinese``), ROUGE on characters by default or on jieba words
-(``data.zh_rouge_unit``), never through rouge-score's default tokenizer, which drops Chinese.
+English (``en``): lower-casing, PTB-like tokens, blingfire sentences (``agentsum.data.text``).
+Chinese (``zh``): jieba words or characters (``data.zh_tokenizer``, ``agentsum.data.chinese``).
+How each language is scored with ROUGE (``zh_rouge_unit``) is read from here by
+``agentsum.evaluation.rouge.rouge_for``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentsum.data import chinese, readable, text
-from agentsum.evaluation.rouge import rouge_for_language
 
 LANGUAGES = ("en", "zh")
 
@@ -82,9 +81,6 @@ class TextProcessor:
             return [list(s) for s in sentences]
         casing = readable.Casing.from_text(article, self.dialogue) if self.lowercase else readable.Casing()
         return readable.display_words(sentences, casing)
-
-    def rouge(self, predictions: Sequence[str], references: Sequence[str], per_document: bool = False):
-        return rouge_for_language(predictions, references, self.language, self.zh_rouge_unit, per_document)
 
     def lead(self, article: str, sentences: int = 3, chars: int | None = None) -> str:
         """The lead baseline: the first ``sentences`` sentences, or the first ``chars`` characters

@@ -27,18 +27,20 @@ line break.
 
 JSON Lines (fields ``article``, ``summary``) is read by :func:`agentsum.data.corpus.read_jsonl`;
 :func:`load_lcsts` picks the reader by extension and content. All readers yield
-:class:`agentsum.data.corpus.Example` records and raise :class:`agentsum.data.corpus.DataError` naming
-file:line; ``skip_bad`` / ``stats`` work as in :mod:`agentsum.data.corpus`. Pairs removed by
+:class:`agentsum.data.corpus.Example` records and raise :class:`agentsum.data.records.DataError`
+naming file:line; ``skip_bad`` / ``stats`` work as in :mod:`agentsum.data.records`. Pairs removed by
 ``min_human_label`` are not errors and are not counted as skipped.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentsum.data.corpus import DataError, Example, ReadStats, _open_binary, _require_file, read_jsonl
+from agentsum.data.corpus import Example, read_jsonl
+from agentsum.data.records import DataError, ReadStats, keep_good, open_binary, require_file, text_lines, tsv_lines
 
 #: The usual LCSTS test filter: PART III pairs whose human score is at least 3.
 TEST_MIN_HUMAN_LABEL = 3
@@ -58,28 +60,11 @@ def sniff_lcsts(path: str | Path) -> bool:
     if not path.is_file():
         return False
     try:
-        with _open_binary(path) as handle:
+        with open_binary(path) as handle:
             head = handle.read(_SNIFF_BYTES)
     except (DataError, OSError, EOFError):
         return False
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<doc")
-
-
-def _decode(raw: bytes, where: str, first: bool) -> str:
-    try:
-        return raw.decode("utf-8-sig" if first else "utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: invalid UTF-8 at byte {exc.start} of the line") from None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line without its line break); bad UTF-8 -> DataError with file:line."""
-    with _open_binary(path) as handle:
-        try:
-            for line_no, raw in enumerate(handle, 1):
-                yield line_no, _decode(raw, f"{path}:{line_no}", line_no == 1).rstrip("\r\n")
-        except (OSError, EOFError) as exc:  # truncated or corrupt .gz
-            raise DataError(f"{path}: cannot read ({exc})") from None
 
 
 class _Doc:
@@ -108,7 +93,7 @@ def read_lcsts_part(
     not at the first ``next()``.
     """
     path = Path(path)
-    _require_file(path)
+    require_file(path)
     return _iter_part(path, min_human_label, skip_bad, require_summary,
                       stats if stats is not None else ReadStats())
 
@@ -118,7 +103,7 @@ def _iter_part(
 ) -> Iterator[Example]:
     doc: _Doc | None = None
     resync = False  # after a skipped bad block: ignore lines until the next <doc> or </doc>
-    for line_no, line in _lines(path):
+    for line_no, line in text_lines(path):
         where = f"{path}:{line_no}"
         stripped = line.strip()
         try:
@@ -247,7 +232,7 @@ def read_lcsts_tsv(
     (see the module docstring). Ids are the header's ``id`` column or ``"{file name}:{line}"``.
     ``min_human_label`` needs a ``human_label`` column."""
     path = Path(path)
-    _require_file(path)
+    require_file(path)
     return _iter_tsv(path, min_human_label, skip_bad, require_summary,
                      stats if stats is not None else ReadStats())
 
@@ -270,51 +255,46 @@ def _tsv_header(fields: list[str]) -> dict[str, int] | None:
 def _iter_tsv(
     path: Path, min_label: int | None, skip_bad: bool, require_summary: bool, stats: ReadStats
 ) -> Iterator[Example]:
-    columns: dict[str, int] | None = None
-    width = 2
-    for line_no, line in _lines(path):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        where = f"{path}:{line_no}"
-        if columns is None:
-            columns = _tsv_header(fields)
-            if columns is not None:
-                width = len(fields)
-                if min_label is not None and "human_label" not in columns:
-                    raise DataError(f"{where}: min_human_label={min_label} needs a human_label column")
-                continue
-            if min_label is not None:
-                raise DataError(
-                    f"{where}: min_human_label={min_label} needs a header line with a human_label column"
-                )
-            columns = {"summary": 0, "article": 1}
-        try:
-            if len(fields) != width:
-                layout = "summary<TAB>article" if width == 2 and "id" not in columns else f"{width} header columns"
-                raise DataError(f"{where}: expected {width} tab-separated fields ({layout}), got {len(fields)}")
-            summary = fields[columns["summary"]].strip()
-            article = fields[columns["article"]].strip()
-            if not article:
-                raise DataError(f"{where}: field 'article' is empty")
-            if require_summary and not summary:
-                raise DataError(f"{where}: field 'summary' is empty")
-            if "human_label" in columns and min_label is not None:
-                raw = fields[columns["human_label"]].strip()
-                try:
-                    label = int(raw)
-                except ValueError:
-                    raise DataError(f"{where}: field 'human_label' is {_clip(raw)!r}, expected an integer") from None
-                if label < min_label:
-                    continue
-            doc_id = fields[columns["id"]].strip() if "id" in columns else ""
-        except DataError as exc:
-            if not skip_bad:
-                raise
-            stats.skip(exc)
-            continue
-        stats.read += 1
-        yield Example(id=doc_id or f"{path.name}:{line_no}", article=article, summary=summary, origin=where)
+    lines = tsv_lines(path)
+    columns, width = {"summary": 0, "article": 1}, 2
+    first = next(lines, None)
+    if first is None:
+        return
+    line_no, fields = first
+    header = _tsv_header(fields)
+    if header is not None:
+        columns, width = header, len(fields)
+        if min_label is not None and "human_label" not in columns:
+            raise DataError(f"{path}:{line_no}: min_human_label={min_label} needs a human_label column")
+        rows = lines
+    else:
+        if min_label is not None:
+            raise DataError(f"{path}:{line_no}: min_human_label={min_label} needs a header line with a human_label column")
+        rows = itertools.chain([first], lines)
+
+    def example(where: str, fields: list[str]) -> Example | None:
+        if len(fields) != width:
+            layout = "summary<TAB>article" if width == 2 and "id" not in columns else f"{width} header columns"
+            raise DataError(f"{where}: expected {width} tab-separated fields ({layout}), got {len(fields)}")
+        summary = fields[columns["summary"]].strip()
+        article = fields[columns["article"]].strip()
+        if not article:
+            raise DataError(f"{where}: field 'article' is empty")
+        if require_summary and not summary:
+            raise DataError(f"{where}: field 'summary' is empty")
+        if "human_label" in columns and min_label is not None:
+            raw = fields[columns["human_label"]].strip()
+            try:
+                label = int(raw)
+            except ValueError:
+                raise DataError(f"{where}: field 'human_label' is {_clip(raw)!r}, expected an integer") from None
+            if label < min_label:
+                return None
+        doc_id = fields[columns["id"]].strip() if "id" in columns else ""
+        return Example(id=doc_id or f"{path.name}:{where.rsplit(':', 1)[1]}", article=article, summary=summary,
+                       origin=where)
+
+    yield from keep_good(((f"{path}:{n}", f) for n, f in rows), example, skip_bad, stats)
 
 
 def load_lcsts(
@@ -332,7 +312,7 @@ def load_lcsts(
     ``min_human_label`` applies to PART files and to TSVs with a ``human_label`` column.
     """
     path = Path(spec)
-    _require_file(path)
+    require_file(path)
     name = path.name.lower().removesuffix(".gz")
     suffix = Path(name).suffix
     if suffix in (".jsonl", ".json"):
@@ -355,7 +335,7 @@ def load_lcsts(
 
 
 def _sniff_other(path: Path) -> str:
-    with _open_binary(path) as handle:
+    with open_binary(path) as handle:
         head = handle.read(_SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"{"):
         return "jsonl"

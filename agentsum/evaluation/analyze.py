@@ -19,8 +19,9 @@ closed (the max-share panel cuts [1/A, 1]); ``--binning quantile`` uses the quan
 panel's values instead, so the bins hold about equally many documents. A summary with no tokens
 has no attention and is left out of the bins (counted as ``empty_summaries``).
 
-ROUGE-L is rougeLsum F1 in percent, per document, from :func:`agentsum.evaluation.rouge.rouge_per_document`,
-the numbers ``evaluate`` averages.
+ROUGE-L is rougeLsum F1 in percent, per document, from :func:`agentsum.evaluation.rouge.rouge_for`,
+the numbers ``evaluate`` averages. Both models decode through :class:`agentsum.summarizer.Summarizer`,
+as ``evaluate`` does.
 
 Outputs in ``--out`` (default: next to the checkpoint, ``analysis-<data name>``):
 ``attention_bins.md`` / ``.csv`` / ``.json`` (the table), ``attention_bins.png`` (the figure),
@@ -62,13 +63,10 @@ def average_attention(g: torch.Tensor) -> list[float] | None:
     return g.float().mean(dim=0).tolist()
 
 
-def decode_with_attention(model, vocab, docs, search_config, batch_size: int = 16,
+def decode_with_attention(summarizer, docs, search_config, batch_size: int = 16,
                           progress=None) -> tuple[list[list[str]], list[list[float] | None]]:
     """Summary tokens and average agent attention of every document, in the order given."""
-    from agentsum.evaluation.evaluate import summarize_documents
-
-    tokens, attention = summarize_documents(model, vocab, docs, search_config, batch_size, progress,
-                                            with_attention=True)
+    tokens, attention = summarizer.summarize_documents(docs, search_config, batch_size, progress, with_attention=True)
     return tokens, [average_attention(g) for g in attention]
 
 
@@ -156,7 +154,9 @@ def bin_groups(attention: Sequence[Sequence[float]], rouge_l: Sequence[float],
 def _rouge_l(language, predictions: Sequence[str], references: Sequence[str]) -> tuple[list[float], dict]:
     """Per-document rougeLsum F1 (percent) and the corpus means in ``rouge()``'s format, scored with
     the model's language settings (as ``evaluate`` scores it)."""
-    per_doc = language.rouge(predictions, references, per_document=True)
+    from agentsum.evaluation.rouge import rouge_for
+
+    per_doc = rouge_for(language, predictions, references, per_document=True)
     n = len(per_doc)
     scores: dict = {"n": n}
     for kind in per_doc[0] if per_doc else ():
@@ -180,27 +180,23 @@ def analyze(checkpoint: str | Path, data: str, *, start: int | None = None, end:
 
     ``search_overrides`` (e.g. ``{"beam_size": 5}``) change each checkpoint's own search config.
     """
-    from agentsum.training.checkpoint import load_model
-    from agentsum.data.corpus import load_examples
-    from agentsum.data.dataset import prepare_all
-    from agentsum.evaluation.evaluate import summarize_documents
-    from agentsum.data.language import text_processor
+    from agentsum.data.dataset import DataSource, read_examples
+    from agentsum.summarizer import Summarizer
 
     overrides = search_overrides or {}
-    model, vocab, config, _ = load_model(checkpoint)
+    summarizer = Summarizer(checkpoint)
+    config = summarizer.config
     d = config.data
     label = min_human_label if min_human_label is not None else d.min_human_label
-    examples = load_examples(data, start=start, end=end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
-                             min_human_label=label)
-    docs = prepare_all(examples, d, drop_empty=False)
+    examples = read_examples(DataSource(str(data), start, end), dataclasses.replace(d, min_human_label=label))
+    docs = summarizer.prepare_examples(examples, keep_text=False)
     keep = [i for i, doc in enumerate(docs) if any(doc.agents)]
     other = None
     if compare is not None:
-        c_model, c_vocab, c_config, _ = load_model(compare)
-        c_docs = prepare_all(examples, c_config.data, drop_empty=False)
+        other = Summarizer(compare)
+        c_docs = other.prepare_examples(examples, keep_text=False)
         keep = [i for i in keep if any(c_docs[i].agents)]
-        other = (c_model, c_vocab, c_config, [c_docs[i] for i in keep])
+        c_docs = [c_docs[i] for i in keep]
     docs = [docs[i] for i in keep]
     if not docs:
         raise AnalysisError(f"no document of {data} has words to summarize")
@@ -210,8 +206,8 @@ def analyze(checkpoint: str | Path, data: str, *, start: int | None = None, end:
     except ValueError as e:
         raise AnalysisError(f"search settings: {e}") from None
     progress = progress_factory(len(docs), "decoding") if progress_factory else None
-    tokens, attention = decode_with_attention(model, vocab, docs, search_config, batch_size, progress)
-    language = text_processor(d)
+    tokens, attention = decode_with_attention(summarizer, docs, search_config, batch_size, progress)
+    language = summarizer.language
     predictions = [language.summary_text(t) for t in tokens]
     rouge_l, scores = _rouge_l(language, predictions, [x.reference for x in docs])
 
@@ -226,11 +222,11 @@ def analyze(checkpoint: str | Path, data: str, *, start: int | None = None, end:
     per_doc = [{"id": doc.id, "attention": att, "tokens": len(t), "rougeL": r, "prediction": p,
                 "reference": doc.reference} for doc, att, t, r, p in zip(docs, attention, tokens, rouge_l, predictions)]
     if other is not None:
-        c_model, c_vocab, c_config, c_docs = other
+        c_config = other.config
         c_search = dataclasses.replace(c_config.search, **overrides)
         progress = progress_factory(len(c_docs), "decoding (compare)") if progress_factory else None
-        c_tokens = summarize_documents(c_model, c_vocab, c_docs, c_search, batch_size, progress)
-        c_language = text_processor(c_config.data)
+        c_tokens = other.summarize_documents(c_docs, c_search, batch_size, progress)
+        c_language = other.language
         c_predictions = [c_language.summary_text(t) for t in c_tokens]
         compare_rouge_l, c_scores = _rouge_l(c_language, c_predictions, [x.reference for x in c_docs])
         result["compare"] = {"name": _model_label(c_config, compare_name), "checkpoint": str(compare),
@@ -418,7 +414,7 @@ def plot_bins(result: dict, path: str | Path, dpi: int = 120) -> Path:
 
 
 def add_parser(subparsers):
-    from agentsum.cli import EPILOG_DATA, _add_search_options
+    from agentsum.options import EPILOG_DATA, add_search_options
 
     p = subparsers.add_parser(
         "analyze", help="ROUGE-L binned by each agent's average attention (paper Figure 4)", epilog=EPILOG_DATA,
@@ -439,15 +435,15 @@ def add_parser(subparsers):
     p.add_argument("--name", help="label of the model (default: multi-agent (N agents))")
     p.add_argument("--compare-name", help="label of the comparison model (default: single-agent)")
     p.add_argument("--out", help="output directory (default: next to the checkpoint, analysis-<data name>)")
-    _add_search_options(p)
+    add_search_options(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
+    from agentsum.data.records import DataError
+    from agentsum.options import progress, search_overrides
     from agentsum.training.checkpoint import CheckpointError
-    from agentsum.cli import _progress, search_overrides
-    from agentsum.data.corpus import DataError
 
     try:
         if args.bins < 1:
@@ -457,7 +453,7 @@ def run(args) -> int:
                          min_human_label=args.min_human_label, compare=args.compare,
                          n_bins=args.bins, binning=args.binning, search_overrides=overrides,
                          batch_size=args.batch_size, name=args.name, compare_name=args.compare_name,
-                         progress_factory=_progress)
+                         progress_factory=progress)
         out = Path(args.out) if args.out else Path(args.checkpoint).parent.parent / f"analysis-{Path(args.data).stem}"
         write_outputs(out, result)
     except (AnalysisError, DataError, CheckpointError) as e:

@@ -61,6 +61,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentsum.data.records import DataError, json_lines
+
 __all__ = ["CRITERIA", "HumanEvalError", "read_predictions", "make_sheets", "read_sheet", "score_sheets",
            "format_table", "display_summary", "add_parser", "run"]
 
@@ -92,26 +94,20 @@ def read_predictions(path: str | Path) -> dict[str, dict]:
     if not path.is_file():
         raise HumanEvalError(f"{path}: not found (expected the predictions.jsonl that `agentsum evaluate` writes)")
     out: dict[str, dict] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise HumanEvalError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise HumanEvalError(f"{where}: expected a JSON object")
-            for field in ("id", "prediction"):
-                if field not in obj:
-                    raise HumanEvalError(f"{where}: field {field!r} missing")
-            if not isinstance(obj["prediction"], str):
-                raise HumanEvalError(f"{where}: 'prediction' is not a string")
-            doc_id = str(obj["id"])
-            if doc_id in out:
-                raise HumanEvalError(f"{where}: id {doc_id!r} appears twice")
-            out[doc_id] = {"prediction": obj["prediction"], "reference": obj.get("reference")}
+    try:
+        rows = list(json_lines(path))
+    except DataError as e:
+        raise HumanEvalError(str(e)) from None
+    for where, obj in rows:
+        for field in ("id", "prediction"):
+            if field not in obj:
+                raise HumanEvalError(f"{where}: field {field!r} missing")
+        if not isinstance(obj["prediction"], str):
+            raise HumanEvalError(f"{where}: 'prediction' is not a string")
+        doc_id = str(obj["id"])
+        if doc_id in out:
+            raise HumanEvalError(f"{where}: id {doc_id!r} appears twice")
+        out[doc_id] = {"prediction": obj["prediction"], "reference": obj.get("reference")}
     if not out:
         raise HumanEvalError(f"{path}: no predictions (empty file)")
     return out
@@ -185,7 +181,7 @@ def make_sheets(a_path: str | Path, b_path: str | Path, data: str, out_dir: str 
                 article_field: str = "article", summary_field: str = "summary", id_field: str = "id",
                 start: int | None = None, end: int | None = None) -> dict:
     """Write the sheets and ``key.json``; returns the key."""
-    from agentsum.data.corpus import load_examples
+    from agentsum.data.sources import load_examples
 
     if n < 1:
         raise HumanEvalError(f"--n must be at least 1, got {n}")
@@ -668,8 +664,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from agentsum.data.corpus import DataError
-
     try:
         if args.humaneval_command == "make":
             key = make_sheets(args.a, args.b, args.data, args.out, n=args.n, seed=args.seed, name_a=args.name_a,

@@ -27,6 +27,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentsum.data.records import DataError, json_lines
+
 __all__ = ["MetricsError", "read_metrics", "series", "smooth", "plot_run", "add_parser", "run"]
 
 TRAIN_KEYS = ("loss", "tokens_per_s", "grad_norm", "lr", "reward_sample", "reward_greedy", "rl", "nll")
@@ -69,22 +71,16 @@ def read_metrics(path: str | Path) -> list[dict]:
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "not found"
         raise MetricsError(f"{path}: {what} (expected the metrics.jsonl that `agentsum train` writes in its run directory)")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
+
+    def partial(where: str) -> None:  # the last record of a running job, still being written
+        print(f"agentsum plot: warning: {where}: skipping an incomplete last line", file=sys.stderr)
+
     records = []
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            if lineno == len(lines) and not text.endswith("\n"):  # partial line of a running job
-                print(f"agentsum plot: warning: {where}: skipping an incomplete last line", file=sys.stderr)
-                continue
-            raise MetricsError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(obj, dict):
-            raise MetricsError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    try:
+        rows = list(json_lines(path, on_partial_tail=partial))
+    except DataError as e:
+        raise MetricsError(str(e)) from None
+    for where, obj in rows:
         step = obj.get("step")
         if isinstance(step, bool) or not isinstance(step, int):
             raise MetricsError(f"{where}: 'step' is {json.dumps(step)}, expected an integer")

@@ -9,7 +9,9 @@ Chinese: ``rouge-score``'s default tokenizer keeps only ``[a-z0-9]`` runs, so ev
 character is dropped and Chinese text scores 0. Pass ``tokenizer=`` (any object with
 ``.tokenize(text) -> list[str]``; ``stemming`` is then ignored, as in ``rouge-score``), or use
 :func:`rouge_for_language`: Chinese is scored on characters by default (:class:`CharTokenizer`),
-or on jieba words (``zh_unit="word"``).
+or on jieba words (``zh_unit="word"``). :func:`rouge_for` scores with a text processor's settings
+(``data.language``, ``data.zh_rouge_unit``), the way ``evaluate``, ``analyze``, ``lead3`` and
+validation score.
 """
 
 from __future__ import annotations
@@ -88,6 +90,13 @@ def rouge_for_language(
     else:
         raise ValueError(f"unknown Chinese ROUGE unit {zh_unit!r}; expected one of {ZH_UNITS}")
     return per_doc if per_document else _mean_scores(per_doc)
+
+
+def rouge_for(language, predictions: Sequence[str], references: Sequence[str],
+              per_document: bool = False) -> dict | list[dict]:
+    """:func:`rouge_for_language` with the settings of ``language``
+    (an :class:`agentsum.data.language.TextProcessor`)."""
+    return rouge_for_language(predictions, references, language.language, language.zh_rouge_unit, per_document)
 
 
 def _jieba_lines(text: str) -> str:

@@ -1,5 +1,24 @@
-"""``python -m agentsum.serve --checkpoint CKPT``: the server without the ``agentsum`` command."""
+"""``python -m agentsum.serve --checkpoint CKPT ...``: the server without the ``agentsum`` command
+(the same options as ``agentsum serve``)."""
 
-from agentsum.serve.app import main
+import argparse
 
-raise SystemExit(main())
+from agentsum.serve.options import add_arguments
+from agentsum.training.checkpoint import CheckpointError
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agentsum.serve.app import run
+
+    parser = argparse.ArgumentParser(prog="python -m agentsum.serve", description="Serve a checkpoint over HTTP.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except CheckpointError as e:
+        print(f"agentsum serve: error: {e}")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentsum.data.corpus import DataError, _open_binary, _require_file
+from agentsum.data.records import DataError, open_binary, require_file
 from agentsum.data.vocab import SPECIALS, Vocabulary
 
 Vectors = dict[str, np.ndarray]
@@ -101,11 +101,11 @@ def load_glove_text(path: str | Path, vocab: Vocabulary | Collection[str] | None
     words of the vocabulary (or their lower-cased forms) are kept. The first occurrence of a word wins.
     """
     path = Path(path)
-    _require_file(path)
+    require_file(path)
     wanted = _wanted(vocab)
     vectors: Vectors = {}
     dim: int | None = None
-    with _open_binary(path) as handle:
+    with open_binary(path) as handle:
         try:
             for line_no, raw in enumerate(handle, 1):
                 where = f"{path}:{line_no}"

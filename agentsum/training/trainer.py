@@ -18,30 +18,18 @@ from pathlib import Path
 import torch
 import yaml
 
-from agentsum.training.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
-from agentsum.config import Config, DataSource
-from agentsum.data.corpus import ReadStats, load_examples
-from agentsum.training import distributed
+from agentsum.config import Config
 from agentsum.data.batch import Batch, round_up
-from agentsum.data.dataset import Document, iterate_global_batches, prepare_all, sorted_batches, to_batch
-from agentsum.data.language import text_processor
+from agentsum.data.dataset import Document, iterate_global_batches, load_documents, sorted_batches, to_batch
+from agentsum.data.vocab import Vocabulary
+from agentsum.decoding.search import SearchConfig
 from agentsum.models import build_model
+from agentsum.models.base import SummarizationModel
+from agentsum.training import distributed
+from agentsum.training.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.training.monitor import TrainingMonitor, format_duration, log
 from agentsum.training.objectives import MLE, build_objective
 from agentsum.training.schedule import build_scheduler
-from agentsum.decoding.search import SearchConfig
-from agentsum.data.vocab import Vocabulary
-
-
-def load_documents(source: DataSource, config: Config) -> list[Document]:
-    d = config.data
-    stats = ReadStats()
-    examples = load_examples(source.path, start=source.start, end=source.end, article_field=d.article_field,
-                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
-                             min_human_label=d.min_human_label, stats=stats)
-    if stats.skipped:
-        log(f"{source.path}: skipped {stats.skipped} bad line(s); first: {'; '.join(stats.errors[:3])}")
-    return prepare_all(examples, d)
 
 
 def cpu_has_bf16() -> bool:
@@ -70,14 +58,14 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
     return total / max(tokens, 1)
 
 
-def validation_rouge_l(model, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
-    """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``."""
-    from agentsum.evaluation.evaluate import evaluate_model
+def validation_rouge_l(model: SummarizationModel, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
+    """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``, decoded and scored as
+    ``agentsum evaluate`` does."""
+    from agentsum.evaluation.evaluate import evaluate
+    from agentsum.summarizer import Summarizer
 
-    model.eval()
     search = SearchConfig(beam_size=1, max_length=config.search.max_length)
-    _, scores = evaluate_model(model, vocab, docs, search, text_processor(config.data), config.train.batch_size)
-    model.train()
+    _, scores = evaluate(Summarizer.from_model(model, vocab, config), docs, search, config.train.batch_size)
     return scores["rougeLsum"]
 
 
@@ -114,47 +102,48 @@ class Trainer:
 
     def __init__(self, config: Config, *, resume: str | None = None, init_from: str | None = None):
         self.config = config
-        t = config.train
-        if t.threads:
-            torch.set_num_threads(t.threads)
-        self.ctx = distributed.setup(t.device)
-        torch.manual_seed(t.seed)
-        random.seed(t.seed)
-        self.run_dir = Path(t.run_dir)
+        train_config = config.train
+        if train_config.threads:
+            torch.set_num_threads(train_config.threads)
+        self.ctx = distributed.setup(train_config.device)
+        torch.manual_seed(train_config.seed)
+        random.seed(train_config.seed)
+        self.run_dir = Path(train_config.run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
         if self.ctx.is_main:
             self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         if config.data.train is None:
             raise ValueError("the configuration has no data.train corpus")
-        if t.batch_size % (self.ctx.world_size * t.accumulate):
-            raise ValueError(f"train.batch_size {t.batch_size} must be divisible by processes x train.accumulate "
-                             f"({self.ctx.world_size} x {t.accumulate})")
+        if train_config.batch_size % (self.ctx.world_size * train_config.accumulate):
+            raise ValueError(f"train.batch_size {train_config.batch_size} must be divisible by processes x "
+                             f"train.accumulate ({self.ctx.world_size} x {train_config.accumulate})")
         # bf16 autocast on GPUs and on CPUs (fast with AMX / AVX512-BF16, e.g. Xeon Sapphire Rapids;
         # slower than fp32 on CPUs without them). Parameters, optimizer state and losses stay fp32.
-        self.autocast = t.precision == "bf16"
-        if t.on_nonfinite not in ("skip", "stop"):
-            raise ValueError(f"train.on_nonfinite must be skip or stop, got {t.on_nonfinite!r}")
-        if t.precision not in ("fp32", "bf16"):
-            raise ValueError(f"train.precision must be fp32 or bf16, got {t.precision!r}")
+        self.autocast = train_config.precision == "bf16"
+        if train_config.on_nonfinite not in ("skip", "stop"):
+            raise ValueError(f"train.on_nonfinite must be skip or stop, got {train_config.on_nonfinite!r}")
+        if train_config.precision not in ("fp32", "bf16"):
+            raise ValueError(f"train.precision must be fp32 or bf16, got {train_config.precision!r}")
         if self.autocast and self.ctx.device.type == "cpu" and config.model.get("type") == "dca" \
                 and not cpu_has_bf16():
             # oneDNN's bf16 LSTM has no kernel without AVX512-BF16 / AMX: the first step would die
             # with "could not create a primitive descriptor for the LSTM forward propagation primitive"
             raise ValueError(f"train.precision=bf16 needs a CPU with AVX512-BF16 or AMX for DCA's LSTMs; this one "
                              f"offers {torch.backends.cpu.get_cpu_capability()}: use train.precision=fp32")
-        if t.pad_multiple is not None and (not isinstance(t.pad_multiple, int) or t.pad_multiple < 1):
-            raise ValueError(f"train.pad_multiple must be a positive integer or null, got {t.pad_multiple!r}")
-        self.pad_multiple = t.pad_multiple or (8 if self.autocast else 1)
+        pad_multiple = train_config.pad_multiple
+        if pad_multiple is not None and (not isinstance(pad_multiple, int) or pad_multiple < 1):
+            raise ValueError(f"train.pad_multiple must be a positive integer or null, got {pad_multiple!r}")
+        self.pad_multiple = pad_multiple or (8 if self.autocast else 1)
 
-        init_from = None if resume else (init_from or t.init_from)
+        init_from = None if resume else (init_from or train_config.init_from)
         if init_from and not Path(init_from).is_file():
             raise CheckpointError(f"train.init_from: {init_from} not found; RL presets start from an MLE model: "
                                   f"train it first (m3 from m1, m7 from m6) or pass --init-from CKPT")
         previous = read_checkpoint(resume or init_from) if (resume or init_from) else None  # fail fast
 
         started = time.perf_counter()
-        self.train_docs = load_documents(config.data.train, config)
-        self.valid_docs = load_documents(config.data.valid, config) if config.data.valid else []
+        self.train_docs = load_documents(config.data.train, config.data, warn=log)
+        self.valid_docs = load_documents(config.data.valid, config.data, warn=log) if config.data.valid else []
         self._log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
                   f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
@@ -164,9 +153,9 @@ class Trainer:
         if max_positions is not None and longest > max_positions:
             raise ValueError(f"training targets of up to {longest} positions (data.max_summary_tokens + 1, rounded up "
                              f"to train.pad_multiple {self.pad_multiple}) exceed model.max_positions {max_positions}")
-        self.optimizer = build_optimizer(t.optimizer, self.model.parameters(), t.lr)
-        self.scheduler = build_scheduler(self.optimizer, t.schedule, t.warmup)
-        self.objective = build_objective(t, self.vocab)
+        self.optimizer = build_optimizer(train_config.optimizer, self.model.parameters(), train_config.lr)
+        self.scheduler = build_scheduler(self.optimizer, train_config.schedule, train_config.warmup)
+        self.objective = build_objective(train_config, self.vocab)
         self.step = 0
         self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)
         self.best: float | None = None
@@ -196,8 +185,8 @@ class Trainer:
                 self._log(f"resumed from {resume} at step {self.step}")
             else:
                 self._log(f"initialised weights from {init_from}")
-        elif t.embeddings:
-            self._init_embeddings(t.embeddings)
+        elif train_config.embeddings:
+            self._init_embeddings(train_config.embeddings)
         n_params = sum(p.numel() for p in self.model.parameters())
         self._log(f"model: {config.model.get('type', 'dca')} with {n_params / 1e6:.2f}M parameters, vocabulary "
                   f"{len(self.vocab)}; {self.ctx.world_size} process(es) on {self.ctx.device.type}")
@@ -253,10 +242,10 @@ class Trainer:
             return
         improved = True
         if self.valid_docs:
-            t = self.config.train
-            values = {"valid_nll": validation_nll(self.model, self.valid_docs, self.vocab, t.batch_size)}
+            train_config = self.config.train
+            values = {"valid_nll": validation_nll(self.model, self.valid_docs, self.vocab, train_config.batch_size)}
             if self.selection == "valid_rougeL":
-                values["valid_rougeL"] = validation_rouge_l(self.model, self.valid_docs[: t.valid_rouge_docs],
+                values["valid_rougeL"] = validation_rouge_l(self.model, self.valid_docs[: train_config.valid_rouge_docs],
                                                             self.vocab, self.config)
             value = values[self.selection]
             lower_is_better = self.selection == "valid_nll"
@@ -288,9 +277,9 @@ class Trainer:
         (the last, short batch of an epoch) still runs one micro-batch, with weight 0, because every
         process must take part in the gradient all-reduce.
         """
-        t, ctx = self.config.train, self.ctx
+        train_config, ctx = self.config.train, self.ctx
         share = _slice(indices, ctx.rank, ctx.world_size)
-        parts = [p for p in (_slice(share, k, t.accumulate) for k in range(t.accumulate)) if p]
+        parts = [p for p in (_slice(share, k, train_config.accumulate) for k in range(train_config.accumulate)) if p]
         if not parts:
             return [(self._batch([indices[0]]), 0.0)]
         return [(self._batch(part), 1.0) for part in parts]
@@ -323,39 +312,40 @@ class Trainer:
         return merged, int(global_all), finite
 
     def run(self) -> Path:
-        t = self.config.train
+        train_config = self.config.train
         started = time.perf_counter()
-        deadline = started + t.max_minutes * 60 if t.max_minutes else None
+        deadline = started + train_config.max_minutes * 60 if train_config.max_minutes else None
         if self.ctx.is_main:
-            self.monitor = TrainingMonitor(self.run_dir, max_steps=t.max_steps, start_step=self.step,
-                                           log_every=t.log_every, deadline=deadline, tensorboard=t.tensorboard)
+            self.monitor = TrainingMonitor(self.run_dir, max_steps=train_config.max_steps, start_step=self.step,
+                                           log_every=train_config.log_every, deadline=deadline,
+                                           tensorboard=train_config.tensorboard)
         self.model.train()
         lengths = [d.num_tokens for d in self.train_docs]
-        batches = iterate_global_batches(lengths, t.batch_size, seed=t.seed, start_step=self.step,
-                                         window=t.bucket_batches)
+        batches = iterate_global_batches(lengths, train_config.batch_size, seed=train_config.seed, start_step=self.step,
+                                         window=train_config.bucket_batches)
         try:
-            while self.step < t.max_steps and not self._out_of_time(deadline):
+            while self.step < train_config.max_steps and not self._out_of_time(deadline):
                 indices = next(batches)
                 stats, tokens, finite = self._train_step(indices)
                 if not finite:
                     ids = [self.train_docs[i].id for i in indices]
-                    if t.on_nonfinite == "stop":
+                    if train_config.on_nonfinite == "stop":
                         raise FloatingPointError(f"step {self.step}: non-finite loss on documents {ids}; stopped "
                                                  f"(checkpoints untouched; train.on_nonfinite=skip skips such batches)")
                     self._message(f"step {self.step}: non-finite loss on documents {ids}; update skipped")
                     self.optimizer.zero_grad(set_to_none=True)
                     self.step += 1
                     continue
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), train_config.max_grad_norm)
                 self.optimizer.step()
                 if self.scheduler is not None:
                     self.scheduler.step()
                 self.step += 1
                 if self.monitor is not None:
                     self.monitor.step(self.step, stats, tokens, float(grad_norm), self.optimizer.param_groups[0]["lr"])
-                if self.step % t.valid_every == 0:
+                if self.step % train_config.valid_every == 0:
                     self.validate_and_save()
-            if self.step % t.valid_every != 0 or self.step == 0:
+            if self.step % train_config.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
         except KeyboardInterrupt:
             if self.ctx.is_main:

@@ -1,0 +1,95 @@
+"""Command-line options shared by the ``agentsum`` commands, and what they turn into.
+
+``agentsum.cli`` and the command modules it registers (``agentsum.evaluation.analyze``, ...) add
+these options to their parsers and read them back with the functions here, so a corpus, a search
+setting or a progress line means the same in every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+
+CHECKPOINT_HELP = ("a .pt checkpoint written by `agentsum train` or `agentsum export` (default: the English "
+                   "dialogue model shipped with agentsum, see docs/model_card.md)")
+EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
+               "directory of them, an LCSTS PART file or TSV, or hf:cnn_dailymail:3.0.0:test (needs "
+               "`pip install agentsum[hf]` and a network).")
+
+
+def add_data_options(p: argparse.ArgumentParser) -> None:
+    """--data, --start, --end, --min-human-label, --skip-bad (read by :func:`data_source` and :func:`data_settings`)."""
+    p.add_argument("--data", required=True, metavar="DATA")
+    p.add_argument("--start", type=int, help="first row (0-based)")
+    p.add_argument("--end", type=int, help="row after the last")
+    p.add_argument("--min-human-label", type=int,
+                   help="LCSTS PART II/III: keep pairs scored at least this (3 = the standard test set)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed lines (counted and reported) instead of stopping at the first")
+
+
+def data_source(args):
+    """The corpus named by --data, --start and --end."""
+    from agentsum.data.dataset import DataSource
+
+    return DataSource(args.data, args.start, args.end)
+
+
+def data_settings(args, data_config):
+    """``data_config`` with --min-human-label and --skip-bad applied (when given)."""
+    label = args.min_human_label if args.min_human_label is not None else data_config.min_human_label
+    return dataclasses.replace(data_config, min_human_label=label,
+                               skip_bad=data_config.skip_bad or getattr(args, "skip_bad", False))
+
+
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    """--beam, --min-length, --max-length, --no-block-trigrams, --no-unk-replace, --batch-size."""
+    g = p.add_argument_group("search (defaults: the checkpoint's config)")
+    g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
+    g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
+    g.add_argument("--max-length", type=int, help="at most this many tokens (paper: 110)")
+    g.add_argument("--no-block-trigrams", action="store_true", help="allow a trigram to be generated twice")
+    g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
+    g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
+
+
+def search_overrides(args) -> dict:
+    """The SearchConfig fields set by the options of :func:`add_search_options`."""
+    changes = {}
+    if args.beam is not None:
+        changes["beam_size"] = args.beam
+    if args.min_length is not None:
+        changes["min_length"] = args.min_length
+    if args.max_length is not None:
+        changes["max_length"] = args.max_length
+    if args.no_block_trigrams:
+        changes["block_trigrams"] = False
+    if args.no_unk_replace:
+        changes["unk_replace"] = False
+    return changes
+
+
+def progress(total: int, label: str) -> Callable[[int], None]:
+    """A callback counting decoded documents on stderr: one line rewritten in place on a terminal,
+    one line per call otherwise."""
+    started, done = time.perf_counter(), [0]
+    live = sys.stderr.isatty()
+
+    def update(n: int) -> None:
+        done[0] += n
+        rate = done[0] / max(time.perf_counter() - started, 1e-9)
+        line = f"{label}: {done[0]}/{total} documents, {rate:.2f} docs/s"
+        if live:  # one line, rewritten in place
+            print("\r" + line, end="\n" if done[0] >= total else "", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    return update
+
+
+def warn(message: str) -> None:
+    """A warning for the user (e.g. bad corpus lines skipped), on stderr."""
+    print(message, file=sys.stderr)

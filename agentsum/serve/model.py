@@ -1,0 +1,131 @@
+"""The model behind the service: a :class:`~agentsum.summarizer.Summarizer` and what the service adds
+to it (request search settings, batched inference with readable output, the attention payload).
+
+**Attention.** With ``"attention": true`` each output token carries the agent attention ``g^t`` (A
+floats summing to 1, eq 10) and its ``k = 5`` source words with the largest cascaded attention
+``l^t_{a,i} g^t_a`` (eq 8, 10: what UNK replacement picks from; the multi-agent pointer copies with
+g_a (1 - p_a) l_{a,i}). They are computed by a teacher-forced forward pass over the generated
+summary, which reproduces the decoding-time attention because step-by-step decoding and teacher
+forcing compute the same thing (a test checks this against the attention search records).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from agentsum.data.dataset import Document, shown_agents, to_batch
+from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
+from agentsum.decoding.search import SearchConfig
+from agentsum.serve.schemas import TOP_K, RequestError, SummarizeRequest
+from agentsum.summarizer import Summarizer
+
+#: Digits kept for attention weights in responses (enough for display, keeps payloads small).
+WEIGHT_DIGITS = 5
+
+
+class ServedModel:
+    """A checkpoint loaded once for the service; :meth:`infer` is called in one worker thread.
+
+    summarizer: the :class:`Summarizer` (model, vocabulary, config, language); path, step,
+    selection, parameters and load_seconds describe it for ``/v1/model`` and the log.
+    """
+
+    def __init__(self, checkpoint_path: str | Path):
+        started = time.perf_counter()
+        self.path = Path(checkpoint_path)
+        self.summarizer = Summarizer(self.path)
+        metadata = self.summarizer.metadata
+        self.step: int | None = metadata.get("step")
+        self.selection: dict = dict(metadata.get("selection") or {})
+        self.parameters = sum(p.numel() for p in self.summarizer.model.parameters())
+        self.load_seconds = time.perf_counter() - started
+
+    @property
+    def config(self):
+        return self.summarizer.config
+
+    @property
+    def language(self):
+        return self.summarizer.language
+
+    def prepare(self, texts: Sequence[str]) -> list[Document]:
+        return self.summarizer.prepare(texts, origin="request")
+
+    def search_config(self, req: SummarizeRequest) -> SearchConfig:
+        """The checkpoint's search settings with the request's; an impossible mix is a 422."""
+        changes = {k: v for k, v in (("beam_size", req.beam_size), ("max_length", req.max_length),
+                                     ("min_length", req.min_length), ("block_trigrams", req.block_trigrams))
+                   if v is not None}
+        if req.max_length is not None and req.min_length is None:
+            changes["min_length"] = min(self.config.search.min_length, req.max_length)
+        try:
+            return self.summarizer.search_config(**changes)
+        except ValueError as e:  # e.g. min_length > the checkpoint's default max_length
+            if "min_length" in changes and "max_length" not in changes:
+                raise RequestError(422, f"invalid request: min_length ({changes['min_length']}) is larger than "
+                                        f"the model's default max_length ({self.config.search.max_length}); "
+                                        "give max_length too") from None
+            raise RequestError(422, f"invalid request: {e}") from None
+
+    @torch.no_grad()
+    def infer(self, docs: Sequence[Document], config: SearchConfig, attention: bool) -> list[dict]:
+        """Summaries of ``docs`` decoded as one batch; with ``attention``, the attention payloads too."""
+        batch = to_batch(docs, self.summarizer.vocab, with_targets=False)
+        hyps, words = self.summarizer.decode_batch(batch, config)
+        payloads = self.attention(batch, hyps.tokens, docs) if attention else [None] * len(docs)
+        results = []
+        for doc, tokens, payload in zip(docs, words, payloads):
+            sentences = self.language.split_generated(tokens)
+            if payload is not None:
+                payload["sentences"] = sentence_attention(payload, sentences)
+            shown = self.language.display_words(tokens, doc.article)  # casing read from the article once
+            readable = self.language.sentence_texts(shown)
+            results.append({
+                "summary": "\n".join(readable),  # one sentence per line
+                "sentences": readable,
+                "tokens": tokens,
+                "words": [w for sentence in shown for w in sentence],
+                "attention": payload,
+            })
+        return results
+
+    def attention(self, batch, token_ids: list[list[int]], docs: Sequence[Document], k: int = TOP_K) -> list[dict]:
+        """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run)."""
+        B, A, S = batch.src_ids.shape
+        out = self.summarizer.model(teacher_forced(batch, padded_ids(token_ids)))
+        agent = out.attention.agent.float()  # (B, T, A)
+        top_w, top_i = cascaded_attention(out.attention.word, agent).topk(min(k, A * S), dim=-1)  # (B, T, k)
+        agent_l, top_w_l, top_i_l = agent.tolist(), top_w.tolist(), top_i.tolist()
+        payloads = []
+        for b, ids in enumerate(token_ids):
+            per_token = []
+            for t in range(len(ids)):
+                entries = []
+                for w, pos in zip(top_w_l[b][t], top_i_l[b][t]):
+                    found = source_word(batch, b, pos)
+                    if w <= 0 or found is None:
+                        continue  # padding (zero weight)
+                    a, i, word = found
+                    entries.append({"agent": a, "index": i, "word": word, "weight": round(w, WEIGHT_DIGITS)})
+                per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
+            payloads.append({"agents": A, "source_tokens": [list(x) for x in batch.src_tokens[b]],
+                             "per_token": per_token, "source_words": shown_agents(docs[b], self.config.data)})
+        return payloads
+
+
+def sentence_attention(payload: dict, sentences: list[list[str]]) -> list[dict]:
+    """Token span and mean agent attention g^t of every summary sentence."""
+    rows = [p["agent"] for p in payload["per_token"]]
+    out, start = [], 0
+    for sentence in sentences:
+        end = start + len(sentence)
+        chunk = rows[start:end]
+        out.append({"start": start, "end": end,
+                    "agent": [round(sum(r[a] for r in chunk) / max(len(chunk), 1), WEIGHT_DIGITS)
+                              for a in range(payload["agents"])]})
+        start = end
+    return out

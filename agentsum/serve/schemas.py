@@ -1,0 +1,119 @@
+"""The service's request and response schemas (pydantic; they make ``/openapi.json``) and its limits.
+
+Errors are ``{"error": message}`` (:class:`ErrorResponse`, plus ``errors``, one entry per problem,
+for invalid requests); :class:`RequestError` is how the service's code asks for one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+#: Source words reported per output token in the attention payload.
+TOP_K = 5
+MAX_BEAM = 16
+MAX_LENGTH = 500
+
+
+class SummarizeRequest(BaseModel):
+    """One text or a list of texts, and optional decoding settings (defaults: the checkpoint's config)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"text": "The cat chased a dog near the park. The owl met a fox near the river."},
+                     {"texts": ["First article ...", "Second article ..."], "beam_size": 5, "attention": True}]})
+
+    text: StrictStr | None = Field(None, description="one article (give either text or texts)")
+    texts: list[StrictStr] | None = Field(None, min_length=1, description="several articles, summarized in order")
+    beam_size: StrictInt | None = Field(None, ge=1, le=MAX_BEAM, description="beam width; 1 = greedy")
+    max_length: StrictInt | None = Field(None, ge=1, le=MAX_LENGTH, description="at most this many summary tokens")
+    min_length: StrictInt | None = Field(None, ge=0, le=MAX_LENGTH,
+                                         description="no end of summary before this many tokens")
+    block_trigrams: StrictBool | None = Field(None, description="forbid repeating a trigram")
+    attention: StrictBool = Field(False, description="include per-token agent and source attention")
+
+    @model_validator(mode="after")
+    def _one_input(self) -> SummarizeRequest:
+        if (self.text is None) == (self.texts is None):
+            raise ValueError("give exactly one of 'text' (a string) or 'texts' (a list of strings)")
+        if self.text is not None and not self.text.strip():
+            raise ValueError("'text' is empty or only whitespace")
+        for i, t in enumerate(self.texts or []):
+            if not t.strip():
+                raise ValueError(f"texts[{i}] is empty or only whitespace")
+        if self.min_length is not None and self.max_length is not None and self.min_length > self.max_length:
+            raise ValueError(f"min_length ({self.min_length}) is larger than max_length ({self.max_length})")
+        return self
+
+    def documents(self) -> list[str]:
+        return [self.text] if self.text is not None else list(self.texts or [])
+
+
+class SourceWord(BaseModel):
+    agent: int = Field(description="agent index a (0-based)")
+    index: int = Field(description="token index i inside the agent's source tokens")
+    word: str
+    weight: float = Field(description="cascaded attention l^t_{a,i} * g^t_a")
+
+
+class TokenAttention(BaseModel):
+    agent: list[float] = Field(description="agent attention g^t (one weight per agent, sums to 1)")
+    source: list[SourceWord] = Field(description=f"the top-{TOP_K} source words by cascaded attention")
+
+
+class SentenceAttention(BaseModel):
+    start: int = Field(description="index of the sentence's first token in tokens")
+    end: int = Field(description="index after its last token")
+    agent: list[float] = Field(description="mean agent attention over the sentence's tokens")
+
+
+class AttentionPayload(BaseModel):
+    agents: int
+    source_tokens: list[list[str]] = Field(description="the (preprocessed, truncated) source tokens of every agent")
+    source_words: list[list[str]] = Field(description="the same tokens as written in the text (original casing)")
+    per_token: list[TokenAttention] = Field(description="one entry per output token, aligned with tokens")
+    sentences: list[SentenceAttention]
+
+
+class Summary(BaseModel):
+    summary: str = Field(description="the summary as text, one sentence per line: cased from the article and "
+                                     "detokenized (English)")
+    sentences: list[str] = Field(description="the summary's sentences as text")
+    tokens: list[str] = Field(description="the model's output tokens (lower-cased, as ROUGE scores them)")
+    words: list[str] = Field(description="tokens as shown: cased from the article, sentence starts capitalized; "
+                                         "aligned with tokens")
+    attention: AttentionPayload | None = None
+
+
+class ModelRef(BaseModel):
+    checkpoint: str
+    step: int | None
+
+
+class SummarizeResponse(BaseModel):
+    summaries: list[Summary]
+    model: ModelRef
+    elapsed_ms: float
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    errors: list[dict[str, Any]] | None = None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "the body is not valid JSON"},
+    413: {"model": ErrorResponse, "description": "the body is larger than the server's limit"},
+    422: {"model": ErrorResponse, "description": "invalid request (the message says which field and why)"},
+    500: {"model": ErrorResponse, "description": "unexpected server error"},
+    503: {"model": ErrorResponse, "description": "too many documents waiting; retry later"},
+}
+
+
+class RequestError(Exception):
+    """An error answered with ``status`` and ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
