@@ -18,7 +18,7 @@ server runs in its own process (``python -m agentsum.serve`` on a free loopback 
 share its interpreter lock and its RSS is its own; ``--in-process`` runs it in a thread here (RSS then
 includes the clients). Exit status 1 when any request went unanswered, got a 5xx or an unexpected status.
 
-The test suite runs the same plan (``tests/test_service_load.py`` imports :func:`make_plan` and
+The test suite runs the same plan (``tests/serve/test_service_load.py`` imports :func:`make_plan` and
 :func:`run_load`).
 """
 

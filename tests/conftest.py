@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # lets test modules share helpers
+sys.path.insert(0, str(Path(__file__).parent))  # lets test modules share helpers (from conftest import ...)
+
+#: The repository root; the test folders mirror the package's (tests/data for agentsum/data, ...).
+REPO = Path(__file__).resolve().parents[1]
+#: Corpora shared between projects on this machine (tests that need one skip where it is missing).
+SHARED_DATA = REPO.parent / "shared" / "data"
+#: Files written for the tests (not from any corpus).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: Skip reasons of the browser tests start with this; the end of the run reports them.
+BROWSER_SKIP = "web page not tested in a browser: "
 
 ANIMALS = "cat dog fox owl bee cow pig hen ant elk".split()
 PLACES = "park river house field forest garden market school bridge tower".split()
@@ -49,8 +58,6 @@ def tiny_run(tmp_path_factory) -> dict:
 
 def pytest_terminal_summary(terminalreporter):
     """Say at the end of the run, not only in the skip list, that the web page went untested."""
-    from test_web import BROWSER_SKIP
-
     reasons = {str(report.longrepr[-1]) for report in terminalreporter.stats.get("skipped", [])
                if isinstance(report.longrepr, tuple) and BROWSER_SKIP in str(report.longrepr[-1])}
     if reasons:

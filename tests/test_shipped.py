@@ -1,6 +1,5 @@
 """Inference-only export, the shipped default model and readable ``summarize`` output."""
 
-import json
 from pathlib import Path
 
 import pytest

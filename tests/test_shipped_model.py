@@ -1,8 +1,6 @@
 """The English model shipped inside the package: it loads, and it summarizes dialogues it has never
 seen better than Lead-3 (the first three utterances)."""
 
-from pathlib import Path
-
 import pytest
 
 from agentsum import Summarizer
@@ -12,8 +10,10 @@ from agentsum.evaluation.evaluate import evaluate
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.training.checkpoint import default_checkpoint, read_checkpoint
 
-CHATS = Path(__file__).parent / "data" / "chats.jsonl"  # written for this test, not from any corpus
-SAMSUM_VALID = Path(__file__).parents[2] / "shared" / "data" / "samsum" / "valid.jsonl"
+from conftest import FIXTURES, SHARED_DATA
+
+CHATS = FIXTURES / "chats.jsonl"  # written for this test, not from any corpus
+SAMSUM_VALID = SHARED_DATA / "samsum" / "valid.jsonl"
 
 
 @pytest.fixture(scope="module")

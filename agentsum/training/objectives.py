@@ -103,7 +103,7 @@ class SelfCritical:
     filters of greedy and beam search, no minimum length, no trigram blocking, at most
     ``max_length`` tokens); the sample's log-probabilities are then recomputed with gradients by one
     teacher-forced pass over the sampled words (identical to the sampling step's distributions,
-    see ``tests/test_dca.py``), which costs far less memory than keeping the graph of every sampling
+    see ``tests/models/test_dca.py``), which costs far less memory than keeping the graph of every sampling
     step. The reward is ROUGE-L F1 against the reference, computed on token ids.
 
     Intermediate rewards (eq 22). Sentence q of the sample gets r(o_1..o_q) - r(o_1..o_{q-1}); the

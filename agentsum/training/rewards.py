@@ -18,7 +18,7 @@ the id lists directly:
 The definitions are exactly ``rouge_score.rouge_scorer._score_lcs`` / ``_score_ngrams`` (no
 stemming; tokens are whatever ids are given), with the same float operations in the same order,
 so the floats are identical to ``RougeScorer(..., use_stemmer=False)`` run with a whitespace
-tokenizer on the ids written as strings (tests/test_reward.py checks this).
+tokenizer on the ids written as strings (tests/training/test_rewards.py checks this).
 
 Ids are compared as ids: pass references in the same id space as the candidates (the extended
 vocabulary when the pointer copies OOV words), and note that UNK in a candidate matches UNK in the

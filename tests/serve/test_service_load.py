@@ -14,11 +14,11 @@ import gc
 import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 import torch
+from conftest import REPO
 
 CLIENTS = 50
 REQUESTS = 400
@@ -28,7 +28,7 @@ DEADLINE_S = 60.0  # no request starts later than this; the run ends within DEAD
 MAX_RSS_GROWTH_MB = 300
 
 _spec = importlib.util.spec_from_file_location(
-    "load_service", Path(__file__).resolve().parent.parent / "benchmarks" / "load_service.py")
+    "load_service", REPO / "benchmarks" / "load_service.py")
 load_service = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("load_service", load_service)  # dataclasses look their module up there
 _spec.loader.exec_module(load_service)

@@ -16,14 +16,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import synthetic_rows
+from conftest import BROWSER_SKIP, REPO, synthetic_rows
 
-REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 INSTALL_HINT = ("the web test needs Chromium and ChromeDriver: install them with "
                 "`apt-get install -y chromium chromium-driver` (Debian/Ubuntu, as root), or run the tests with "
                 "AGENTSUM_INSTALL_BROWSER=1 to let the test install them")
-BROWSER_SKIP = "web page not tested in a browser: "  # conftest.py reports these skips at the end of the run
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--no-first-run", "--disable-quic", "--disable-extensions", "--window-size=1280,1000"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,9 +22,10 @@ from agentsum.training.rewards import (
     sequence_rewards,
     strip_ids,
 )
+from conftest import SHARED_DATA
 
 KINDS = ("rouge1", "rouge2", "rougeL")
-ROUGE_CHECK = Path(__file__).resolve().parents[2] / "shared" / "data" / "rouge_check" / "cnndm_test_simcls.jsonl"
+ROUGE_CHECK = SHARED_DATA / "rouge_check" / "cnndm_test_simcls.jsonl"
 EOS, PAD = 3, 0
 
 

@@ -1,0 +1,98 @@
+"""From corpus rows to batches (agentsum.data.dataset): reading a DataSource, preparing documents,
+deterministic length-bucketed batching."""
+
+import dataclasses
+
+import pytest
+
+from agentsum.data.corpus import Example
+from agentsum.data.dataset import (DataConfig, DataSource, epoch_order, has_words, iterate_global_batches,
+                                   load_documents, prepare, prepare_all, read_examples, shown_agents,
+                                   sorted_batches, to_batch)
+from agentsum.data.records import DataError
+from agentsum.data.vocab import Vocabulary
+from conftest import write_jsonl
+
+ARTICLE = "The Cat sat on the mat. A dog ran to the park. The owl saw a fox near the river."
+
+
+def test_prepare_splits_the_article_among_agents_and_keeps_the_reference_by_sentence():
+    cfg = DataConfig(agents=2, max_article_tokens=400, max_summary_tokens=3)
+    doc = prepare(Example("d1", ARTICLE, "The cat sat. The dog ran.", "x:1"), cfg)
+    assert doc.id == "d1" and len(doc.agents) == 2
+    flat = [t for agent in doc.agents for t in agent]
+    assert flat[:7] == ["the", "cat", "sat", "on", "the", "mat", "."]  # lower-cased, in order, nothing lost
+    assert len(flat) == 23 and all(len(agent) >= 7 for agent in doc.agents)  # whole sentences, balanced
+    assert doc.summary == ["the", "cat", "sat"]  # training target truncated to max_summary_tokens
+    assert doc.reference == "the cat sat .\nthe dog ran ."  # the whole reference, one sentence per line
+    assert doc.article == ""  # the text as written is kept only for inference
+    assert doc.num_tokens == 23 + 3
+
+
+def test_truncation_and_kept_text_and_original_casing():
+    cfg = DataConfig(agents=1, max_article_tokens=5)
+    doc = prepare(Example("d", ARTICLE, "", "x"), cfg, keep_text=True)
+    assert doc.agents == [["the", "cat", "sat", "on", "the"]] and doc.summary == [] and doc.reference == ""
+    assert doc.article == ARTICLE
+    assert shown_agents(doc, cfg) == [["The", "Cat", "sat", "on", "the"]]  # aligned one to one with the tokens
+    assert shown_agents(dataclasses.replace(doc, article=""), cfg) == doc.agents
+
+
+def test_documents_without_words_are_dropped_or_flagged():
+    examples = [Example("a", ARTICLE, "s", "x:1"), Example("b", "   ", "s", "x:2"), Example("c", "!!! ...", "s", "x:3")]
+    kept = prepare_all(examples, DataConfig())
+    assert [d.id for d in kept] == ["a", "c"]  # no tokens at all: nothing to encode
+    every = prepare_all(examples, DataConfig(), drop_empty=False)
+    assert [has_words(d) for d in every] == [True, False, False]  # punctuation alone is no words
+
+
+def test_epoch_order_covers_every_document_once_and_depends_only_on_seed_and_epoch():
+    lengths = [5, 50, 7, 48, 6, 52, 9, 49, 8, 51, 4, 47]
+    batches = epoch_order(lengths, batch_size=2, seed=3, epoch=0, window=6)
+    assert sorted(i for b in batches for i in b) == list(range(12))
+    assert batches == epoch_order(lengths, batch_size=2, seed=3, epoch=0, window=6)
+    assert batches != epoch_order(lengths, batch_size=2, seed=3, epoch=1, window=6)
+    # bucketing: every batch pairs documents of similar length (a short and a long one never meet)
+    assert all(len({lengths[i] > 20 for i in b}) == 1 for b in batches)
+    unbucketed = [epoch_order(lengths, batch_size=2, seed=s, epoch=0, window=1) for s in range(5)]
+    assert any(len({lengths[i] > 20 for i in b}) == 2 for order in unbucketed for b in order)
+
+
+def test_global_batches_resume_at_any_step():
+    lengths = list(range(7))
+    stream = iterate_global_batches(lengths, 3, seed=1)
+    first = [next(stream) for _ in range(7)]  # over two epochs (3 batches per epoch)
+    resumed = iterate_global_batches(lengths, 3, seed=1, start_step=4)
+    assert [next(resumed) for _ in range(3)] == first[4:7]
+
+
+def test_sorted_batches_group_by_length_and_return_the_original_indices():
+    cfg = DataConfig(agents=1)
+    texts = ["A b c d e f g h.", "A b.", "A b c d.", "A."]
+    docs = prepare_all([Example(str(i), t, "", "x") for i, t in enumerate(texts)], cfg)
+    vocab = Vocabulary.build([t for d in docs for t in d.agents[0]])
+    got = list(sorted_batches(docs, vocab, batch_size=2, with_targets=False))
+    assert [indices for indices, _ in got] == [[3, 1], [2, 0]]
+    assert [b.ids for _, b in got] == [["3", "1"], ["2", "0"]]
+    assert got[0][1].tgt_in is None and to_batch(docs, vocab).tgt_in is not None
+
+
+def test_load_documents_reads_a_data_source_with_the_data_settings(tmp_path):
+    rows = [{"key": f"k{i}", "text": f"The cat number {i} sat.", "gist": "A cat sat."} for i in range(5)]
+    path = write_jsonl(tmp_path / "c.jsonl", rows)
+    cfg = DataConfig(article_field="text", summary_field="gist", id_field="key", agents=1)
+    docs = load_documents(DataSource(path, 1, 3), cfg)
+    assert [d.id for d in docs] == ["k1", "k2"]
+    assert docs[0].agents == [["the", "cat", "number", "1", "sat", "."]] and docs[0].reference == "a cat sat ."
+
+
+def test_bad_rows_stop_reading_unless_skip_bad_and_then_warn(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"article": "A cat.", "summary": "Cat."}\nnot json\n{"article": "A dog.", "summary": "Dog."}\n',
+                    encoding="utf-8")
+    with pytest.raises(DataError, match=r"c\.jsonl:2: invalid JSON"):
+        read_examples(DataSource(str(path)), DataConfig())
+    warnings = []
+    examples = read_examples(DataSource(str(path)), DataConfig(skip_bad=True), warn=warnings.append)
+    assert [e.article for e in examples] == ["A cat.", "A dog."]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{path}: skipped 1 bad line(s); first: {path}:2: invalid JSON")
