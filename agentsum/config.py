@@ -2,9 +2,10 @@
 
 A YAML file has up to four sections, ``data``, ``model``, ``train`` and ``search``; every key it
 leaves out keeps its dataclass's default (``DataConfig`` in ``agentsum.data.dataset``, the model's
-config in ``agentsum.models``, ``TrainConfig`` below, ``SearchConfig`` in ``agentsum.decoding.search``). ``--set section.key=value`` overrides one key from the command
-line (the value is parsed as YAML, so ``--set model.pointer=single`` and ``--set train.lr=1e-4``
-both work). Unknown keys are errors, so a typo never silently trains the wrong model, and so are
+config in ``agentsum.models``, ``TrainConfig`` below, ``SearchConfig`` in
+``agentsum.decoding.search``). ``--set section.key=value`` overrides one key from the command line
+(the value is parsed as YAML, so ``--set model.pointer=single`` and ``--set train.lr=1e-4`` both
+work). Unknown keys are errors, so a typo never silently trains the wrong model, and so are
 values outside a key's choices (``train.objective=mle+semm``): both fail when the file is read,
 before any corpus is.
 """

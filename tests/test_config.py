@@ -104,12 +104,12 @@ def test_choices_agree_with_the_modules_that_act_on_them():
 
     from agentsum.evaluation import rouge
 
-    from agentsum.training import schedule
     from agentsum.config import CHOICES
+    from agentsum.data.vocab import Vocabulary
+    from agentsum.training import schedule
     from agentsum.training.distributed import choose_device
     from agentsum.training.objectives import build_objective
     from agentsum.training.trainer import OPTIMIZERS
-    from agentsum.data.vocab import Vocabulary
 
     assert CHOICES["train.optimizer"] == tuple(OPTIMIZERS)
     assert CHOICES["train.schedule"] == schedule.SCHEDULES

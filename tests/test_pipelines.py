@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from agentsum.training.checkpoint import load_model, read_checkpoint
 from agentsum.cli import main
 from agentsum.config import load_config
 from agentsum.models import TransformerPG
+from agentsum.training.checkpoint import load_model, read_checkpoint
 from agentsum.training.trainer import Trainer
 from conftest import write_jsonl
 

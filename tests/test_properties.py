@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from agentsum.data import chinese, text
 from agentsum.data.agents import split_among_agents
 from agentsum.data.batch import make_batch
-from agentsum.models import build_model
-from agentsum.training.rewards import score as id_score
-from agentsum.evaluation.rouge import rouge, rouge_per_document
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import SearchConfig, search
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
+from agentsum.evaluation.rouge import rouge, rouge_per_document
+from agentsum.models import build_model
+from agentsum.training.rewards import score as id_score
 
 torch.set_num_threads(1)
 

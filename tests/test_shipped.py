@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from agentsum.cli import main
 from agentsum.training import checkpoint as ckpt
 from agentsum.training.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
-from agentsum.cli import main
 
 
 def test_export_keeps_weights_in_16_bits_without_training_state(tiny_run, tmp_path):

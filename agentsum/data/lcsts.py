@@ -269,7 +269,8 @@ def _iter_tsv(
         rows = lines
     else:
         if min_label is not None:
-            raise DataError(f"{path}:{line_no}: min_human_label={min_label} needs a header line with a human_label column")
+            raise DataError(f"{path}:{line_no}: min_human_label={min_label} needs a header line with a "
+                            "human_label column")
         rows = itertools.chain([first], lines)
 
     def example(where: str, fields: list[str]) -> Example | None:

@@ -1,13 +1,14 @@
 """Decoding strategies (greedy, beam and sampling) kept apart from the model.
 
 Search talks to a model only through the small :class:`agentsum.models.base.StepModel` protocol
-(``encode`` / ``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the beam step is pure
-tensor math, n-gram blocking is a logits filter (:func:`block_repeated_ngrams`), and every strategy
-decodes through one filtered step (:func:`filtered_step`: no PAD, no BOS, no other document's OOV
-words, no EOS before ``min_length``, optionally no repeated trigram). Greedy and beam search share one
-signature ``strategy(model, batch, config) -> Hypotheses``; :func:`sample_and_greedy` (self-critical
-RL's sample and baseline) takes the same arguments and returns the two sequences as id tensors. Decoding is batched over
-documents; the only Python loop inside decoding runs over time steps. Documents that have finished
+(``encode`` / ``init_state`` / ``step``), in the style of fairseq, OpenNMT and Hugging Face: the
+beam step is pure tensor math, n-gram blocking is a logits filter (:func:`block_repeated_ngrams`),
+and every strategy decodes through one filtered step (:func:`filtered_step`: no PAD, no BOS, no
+other document's OOV words, no EOS before ``min_length``, optionally no repeated trigram). Greedy
+and beam search share one signature ``strategy(model, batch, config) -> Hypotheses``;
+:func:`sample_and_greedy` (self-critical RL's sample and baseline) takes the same arguments and
+returns the two sequences as id tensors. Decoding is batched over documents; the only Python loop
+inside decoding runs over time steps. Documents that have finished
 are dropped from the working rows (``enc.select`` / ``state.select``), so the decoder spends no
 time on them, and decoding stops as soon as every document has finished.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
 import torch
 
 from agentsum.data.batch import Batch

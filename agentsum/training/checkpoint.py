@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 
 from agentsum.config import Config, ConfigError, apply_overrides
-from agentsum.models import build_model
 from agentsum.data.vocab import Vocabulary
+from agentsum.models import build_model
 
 
 class CheckpointError(ValueError):

@@ -74,7 +74,7 @@ class MLE:
         nll_sum = -out.dist.at(batch.tgt_mask).log_prob(target[batch.tgt_mask]).sum()
         sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
                    if self.sem_weight else nll_sum.new_zeros(()))
-        coverage_loss = getattr(out, "coverage_loss", None)  # (B, T) with model.coverage, else None
+        coverage_loss = out.coverage_loss  # (B, T) with model.coverage, else None
         cov_sum = coverage_loss[batch.tgt_mask].sum() if coverage_loss is not None else nll_sum.new_zeros(())
         tokens = int(batch.tgt_mask.sum())
         stats = {"nll_sum": nll_sum.item(), "sem_sum": sem_sum.item(), "tokens": tokens}
@@ -127,7 +127,7 @@ class SelfCritical:
         self.mle = MLE(sem_weight, end_ids, coverage_weight)
 
     def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, dict]:
-        """(B, L) per-token advantages of the sampled sequences and reward statistics."""
+        """(B, T) per-token advantages of the sampled sequences and reward statistics."""
         if not self.intermediate:
             r_sample = sequence_rewards(sample, reference, kind=self.reward)
             r_greedy = sequence_rewards(greedy, reference, kind=self.reward)
@@ -167,13 +167,13 @@ class SelfCritical:
 
 def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_rewards: torch.Tensor,
                        end_ids: list[int]) -> torch.Tensor:
-    """(B, L) baseline per sample token: the greedy sequence's reward for the same sentence index.
+    """(B, T) baseline per sample token: the greedy sequence's reward for the same sentence index.
 
     Sentence q of the sample is baselined by greedy sentence q's differential reward; greedy
     sentences past the sample's last sentence are added to that last sentence, so each row's
     sentence baselines sum to r(greedy).
     """
-    sample_sentence = _sentence_index(sample, end_ids)  # (B, L), -1 on padding
+    sample_sentence = _sentence_index(sample, end_ids)  # (B, T), -1 on padding
     greedy_sentence = _sentence_index(greedy, end_ids)
     B = sample.size(0)
     n_sentences = int(max(sample_sentence.max(), greedy_sentence.max())) + 1
@@ -192,7 +192,7 @@ def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_
 
 
 def _sentence_index(tokens: torch.Tensor, end_ids: list[int]) -> torch.Tensor:
-    """(B, L) index of the sentence each token belongs to (a delimiter closes its sentence; EOS
+    """(B, T) index of the sentence each token belongs to (a delimiter closes its sentence; EOS
     belongs to the last sentence); -1 on padding."""
     is_end = torch.isin(tokens, torch.tensor(end_ids, dtype=tokens.dtype, device=tokens.device))
     before = F.pad(is_end.long().cumsum(1), (1, 0))[:, :-1]  # delimiters strictly before t

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from agentsum.data.records import DataError, ReadStats
 from agentsum.data.lcsts import TEST_MIN_HUMAN_LABEL, load_lcsts, read_lcsts_part, read_lcsts_tsv, sniff_lcsts
+from agentsum.data.records import DataError, ReadStats
 
 PART_III = """\
 <doc id=0>

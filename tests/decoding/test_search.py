@@ -19,8 +19,8 @@ from agentsum.decoding.search import (
     greedy_search,
     search,
 )
-from agentsum.decoding.copying import to_words
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
+from agentsum.decoding.copying import to_words
 
 WORDS = ["a", "b", "c", "d", "e", "f", "g", "x", "y", "z"]
 VOCAB = Vocabulary(list(SPECIALS) + WORDS)

@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 import torch
 
+from agentsum.decoding.search import SearchConfig, search
 from agentsum.models.dca import DCA, DCAConfig
 from agentsum.training.objectives import MLE
-from agentsum.decoding.search import SearchConfig, search
 from test_dca import V, batch_of
 
 
@@ -114,8 +114,8 @@ def test_transformer_coverage_loss_on_the_copy_attention():
 
 def test_coverage_phase_starts_from_a_model_trained_without_it(tiny_run, tmp_path):
     """See et al. (2017) add coverage for a last, short phase: --init-from a model without w_c."""
-    from agentsum.training.checkpoint import CheckpointError, read_checkpoint
     from agentsum.config import load_config
+    from agentsum.training.checkpoint import CheckpointError, read_checkpoint
     from agentsum.training.trainer import Trainer
 
     base = read_checkpoint(tiny_run["checkpoint"])

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from agentsum.data.batch import make_batch
+from agentsum.data.vocab import BOS_ID, Vocabulary
 from agentsum.models.base import masked_softmax
 from agentsum.models.dca import DCA, DCAConfig
 from agentsum.training.objectives import MLE
-from agentsum.data.vocab import BOS_ID, Vocabulary
 
 WORDS = "the a cat dog sat on mat ran . and big small red blue house tree saw".split()
 VOCAB = Vocabulary.build([WORDS])

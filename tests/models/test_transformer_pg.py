@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from agentsum.data.batch import make_batch
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.decoding.copying import to_words
+from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy, search
 from agentsum.fields import fill_dataclass
 from agentsum.models.transformer_pg import TransformerPG, TransformerPGConfig
 from agentsum.training.objectives import MLE
-from agentsum.decoding.copying import to_words
-from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy, search
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 
 WORDS = "疫情 城市 增加 了 。 医院 发布 报告 ， 患者 减少 病毒 防控 新 措施 今天 我们 的 在 政府".split()
 VOCAB = Vocabulary.build([WORDS])

