@@ -2,11 +2,11 @@
 
 The quality counterpart of ``bench_peer.py`` (which compares speed): the peer is installed and driven
 through ``../shared/peers/opennmt/`` (its own virtual environment, patched for its copy-attention
-bugs), trained on the same corpus as an agentsum preset for the same wall-clock minutes on the same
-number of threads, and every checkpoint it saved is decoded on the same held-out documents and scored
-with agentsum's own ROUGE (``agentsum.evaluation.rouge.rouge_for``: rouge-score, stemmed for English, characters for
-Chinese) against the references agentsum scores against. The records go to ``OUT/curve.jsonl`` in
-``quality_curve.py``'s format, so its plot draws the peer beside agentsum's runs.
+bugs), trained on the same corpus as an agentsum preset for the same minutes on the same number of
+threads, and every checkpoint it saved is decoded on the same held-out documents and scored with
+agentsum's own ROUGE (``agentsum.evaluation.rouge.rouge_for``: rouge-score, stemmed for English,
+characters for Chinese) against the references agentsum scores against. The records go to
+``OUT/curve.jsonl`` in ``quality_curve.py``'s format, so its plot draws the peer beside agentsum's runs.
 
 Tasks:
 
@@ -19,9 +19,13 @@ Tasks:
   layers, d 256, 4 heads, ff 1024, characters, 150 / 25 tokens, batch 32, Adam 1e-3). Decoding: beam
   4, at most 25 characters, scored on characters.
 
-The minute of a checkpoint is its file time minus the time OpenNMT-py logged the start of its
-training loop (corpus reading and vocabulary building excluded, as agentsum's clock excludes data
-preparation).
+The minute of a checkpoint is, by default, the CPU time the training process had received when the
+checkpoint was written (``--clock cpu``, sampled every 5 s into ``WORK/cpu.jsonl`` by
+``cpu_clock.py``'s reader): with one thread that is the minutes of one core it trained on, which stays
+fair when other work shares the machine. ``--clock wall`` counts wall-clock minutes from the time
+OpenNMT-py logged the start of its training loop (corpus reading and vocabulary building excluded, as
+agentsum's clock excludes data preparation). Both are recorded (``minutes``, ``wall_minutes``); the
+training stops when the chosen clock reaches ``--minutes``.
 
     python benchmarks/peer_quality.py samsum --minutes 60 --out benchmarks/results/samsum
     python benchmarks/peer_quality.py lcsts --minutes 25 --out benchmarks/results/lcsts --docs 0
@@ -42,6 +46,8 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+
+from cpu_clock import cpu_at, cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_DIR = ROOT.parent / "shared" / "peers" / "opennmt"
@@ -107,13 +113,19 @@ def train(task: dict, args, env: dict) -> float:
     with log.open("w") as f:
         proc = subprocess.Popen([str(c) for c in cmd], env=env, stdout=f, stderr=subprocess.STDOUT)
     start = None
-    while proc.poll() is None:
-        time.sleep(5)
-        start = start or loop_start(log)
-        if start and time.time() - start > args.minutes * 60:
-            proc.terminate()
-            proc.wait()
-            break
+    with (work / "cpu.jsonl").open("w") as clock:
+        while proc.poll() is None:
+            time.sleep(5)
+            cpu = cpu_seconds(proc.pid)
+            if cpu is not None:
+                clock.write(json.dumps({"time": round(time.time(), 2), "cpu_s": cpu}) + "\n")
+                clock.flush()
+            start = start or loop_start(log)
+            used = (cpu or 0.0) if args.clock == "cpu" else (time.time() - start if start else 0.0)
+            if start and used > args.minutes * 60:
+                proc.terminate()
+                proc.wait()
+                break
     if start is None:
         raise SystemExit(f"onmt_train stopped before its training loop; see {log}:\n" + log.read_text()[-2000:])
     print(f"trained {args.minutes} minutes; log: {log}", file=sys.stderr)
@@ -136,6 +148,13 @@ def score(task: dict, args, env: dict, start: float) -> list[dict]:
     if sum(1 for _ in (args.work / "held_out.src").open()) != len(examples):
         raise SystemExit("prep.py dropped held-out rows: the predictions would not line up with the references")
     checkpoints = sorted(args.work.glob("model_step_*.pt"), key=lambda p: int(re.search(r"(\d+)\.pt$", p.name)[1]))
+    cpu_log = args.work / "cpu.jsonl"
+    samples = [json.loads(line) for line in cpu_log.read_text().splitlines()] if cpu_log.exists() else []
+    if args.clock == "cpu" and not samples:
+        raise SystemExit(f"--clock cpu needs {cpu_log} (written while training); use --clock wall")
+    # CPU spent before the training loop (corpus reading, model building) is not training time; when the
+    # samples begin later than the loop, those few seconds of start-up count
+    cpu_start = cpu_at(samples, start) if samples and samples[0]["time"] <= start else 0.0
     log_path = args.out / "curve.jsonl"
     done = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
     records = []
@@ -158,7 +177,11 @@ def score(task: dict, args, env: dict, start: float) -> list[dict]:
                 "-batch_size", "30", *task["decode_args"]], env, args.work / f"translate_{path.stem}_{n}.log")
             predictions = [split_sentences(line, task["lang"]) for line in pred.read_text().splitlines()]
             scores = rouge_for(language, predictions, references[:n])
-            record = {**key, "beam": int(task["decode_args"][1]), "minutes": round((path.stat().st_mtime - start) / 60, 2),
+            saved = path.stat().st_mtime
+            wall = (saved - start) / 60
+            minutes = (cpu_at(samples, saved) - cpu_start) / 60 if args.clock == "cpu" else wall
+            record = {**key, "beam": int(task["decode_args"][1]), "minutes": round(minutes, 2),
+                      "clock": args.clock, "wall_minutes": round(wall, 2),
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
                       "doubled": round(doubled_rate(predictions), 2) if task["lang"] == "en" else None,
                       "decode_s": round(time.perf_counter() - began, 1)}
@@ -190,7 +213,9 @@ def split_sentences(line: str, lang: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("task", choices=sorted(TASKS))
-    p.add_argument("--minutes", type=float, required=True, help="wall-clock minutes of training loop")
+    p.add_argument("--minutes", type=float, required=True, help="minutes of training (see --clock)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu: CPU minutes of the training process (default); wall: wall-clock minutes of its loop")
     p.add_argument("--out", type=Path, required=True, help="folder of curve.jsonl (shared with quality_curve.py)")
     p.add_argument("--work", type=Path, default=None, help="checkpoints, logs, predictions (default runs/peer-TASK)")
     p.add_argument("--name", default=None, help="run name in curve.jsonl (default opennmt-TASK)")

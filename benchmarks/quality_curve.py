@@ -28,6 +28,8 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock
+
 from agentsum.data.dataset import prepare_all
 from agentsum.data.language import text_processor
 from agentsum.data.sources import load_examples
@@ -71,6 +73,17 @@ def training_minutes(run_dir: Path) -> dict[int, float]:
     return minutes
 
 
+def cpu_minutes(run_dir: Path, cpu_log: Path) -> dict[int, float]:
+    """Step -> CPU minutes the training process had spent on training at that step, from samples of
+    ``cpu_clock.py`` (the CPU spent before the first step, on data preparation, is subtracted)."""
+    from cpu_clock import cpu_at
+
+    samples = [json.loads(line) for line in cpu_log.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    began = cpu_at(samples, records[0]["time"] - records[0].get("seconds", 0.0))
+    return {r["step"]: (cpu_at(samples, r["time"]) - began) / 60 for r in records}
+
+
 def minute_at(minutes: dict[int, float], step: int) -> float:
     known = [s for s in minutes if s <= step]
     return minutes[max(known)] if known else 0.0
@@ -87,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("best", "last", "steps", "all"), default="all",
                    help="which checkpoints to decode: best.pt, last.pt, the step-*.pt, or all of them")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--cpu-log", action="append", default=[], metavar="RUN=PATH",
+                   help="place RUN on the CPU clock: CPU minutes from cpu_clock.py's samples instead of wall "
+                        "minutes (for runs that shared the machine unevenly)")
     p.add_argument("--lead-chars", type=int, default=None,
                    help="baseline: the first N characters (the Chinese lead baseline) instead of Lead-3")
     p.add_argument("--offset", action="append", default=[], metavar="RUN=MINUTES",
@@ -102,10 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     data_key = f"{args.data}[{args.start or ''}:{end}]"
 
     offsets = {name: float(value) for name, value in (o.split("=", 1) for o in args.offset)}
+    cpu_logs = dict(o.split("=", 1) for o in args.cpu_log)
     records = list(done)
     prepared: dict[str, list] = {}  # the held-out documents, prepared once per data configuration
     for run_dir in args.runs:
-        minutes = {step: m + offsets.get(run_dir.name, 0.0) for step, m in training_minutes(run_dir).items()}
+        clock = cpu_minutes(run_dir, Path(cpu_logs[run_dir.name])) if run_dir.name in cpu_logs \
+            else training_minutes(run_dir)
+        minutes = {step: m + offsets.get(run_dir.name, 0.0) for step, m in clock.items()}
         names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only in ("steps", "all") else []
         for name in ("best", "last"):
             if args.only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
@@ -129,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             predictions, scores = evaluate(summarizer, docs, search)
             record = {**key, "minutes": round(minute_at(minutes, step), 2),
+                      "clock": "cpu" if run_dir.name in cpu_logs else "wall",
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
                       "doubled": round(doubled_rate(predictions), 2), "decode_s": round(time.perf_counter() - started, 1)}
             records.append(record)
@@ -167,10 +187,11 @@ def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
             points = sorted((r["minutes"], r[metric]) for r in records
                             if r["run"] == run and r["data"] == data_key
                             and r["checkpoint"].startswith(("step-", "model_step_")))  # agentsum's, OpenNMT-py's
+            on_cpu = any(r.get("clock") == "cpu" for r in records if r["run"] == run)
             if points:
-                ax.plot(*zip(*points), marker="o", label=run)
+                ax.plot(*zip(*points), marker="o", label=f"{run} (CPU minutes)" if on_cpu else run)
         ax.axhline(lead[metric], color="grey", linestyle="--", label=lead.get("name", "Lead-3"))
-        ax.set_xlabel("training minutes (wall clock)")
+        ax.set_xlabel("training minutes, one thread (wall clock, or CPU time where marked)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend()

@@ -1,0 +1,60 @@
+"""Sample a process's CPU time (user + system, its children included once they exit) every few seconds.
+
+Wall-clock minutes compare runs fairly only when they had the same share of the machine. When other
+work shares the cores, the CPU time a single-threaded training process received is the fairer clock:
+``peer_quality.py`` writes these samples for OpenNMT-py itself, and this script samples any running
+process (``--pid``) the same way, one JSON object per line: ``{"time": epoch_s, "cpu_s": seconds}``.
+
+    python benchmarks/cpu_clock.py --pid 1234 --out runs/peer-samsum/cpu.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of ``pid`` from /proc (None once it has exited)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5), after "pid (comm)"
+
+
+def cpu_at(samples: list[dict], when: float) -> float:
+    """CPU seconds at epoch time ``when``, interpolated between samples (clamped at the ends)."""
+    if not samples:
+        raise ValueError("no CPU samples")
+    if when <= samples[0]["time"]:
+        return samples[0]["cpu_s"]
+    for a, b in zip(samples, samples[1:]):
+        if a["time"] <= when <= b["time"]:
+            share = (when - a["time"]) / max(b["time"] - a["time"], 1e-9)
+            return a["cpu_s"] + share * (b["cpu_s"] - a["cpu_s"])
+    return samples[-1]["cpu_s"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--every", type=float, default=5.0, help="seconds between samples")
+    args = p.parse_args(argv)
+    with args.out.open("a") as f:
+        while (cpu := cpu_seconds(args.pid)) is not None:
+            f.write(json.dumps({"time": round(time.time(), 2), "cpu_s": cpu}) + "\n")
+            f.flush()
+            time.sleep(args.every)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
