@@ -164,7 +164,7 @@ def cmd_lead3(args) -> int:
 def cmd_export(args) -> int:
     import torch
 
-    from agentsum.training.checkpoint import export_inference
+    from agentsum.checkpoint import export_inference
 
     export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), args.overrides)
     size = Path(args.out).stat().st_size
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     from agentsum.data.records import DataError
-    from agentsum.training.checkpoint import CheckpointError
+    from agentsum.checkpoint import CheckpointError
 
     try:
         handler = COMMANDS.get(args.command) or args.func

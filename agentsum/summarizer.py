@@ -35,7 +35,7 @@ from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import Hypotheses, SearchConfig, search
 from agentsum.models.base import SummarizationModel
-from agentsum.training import checkpoint as checkpoints
+from agentsum import checkpoint as checkpoints
 
 
 class Summarizer:

@@ -51,7 +51,7 @@ def measure(preset: str, args) -> dict:
     vocab = build_vocab(docs, config.data.vocab_size)
     model = build_model(config.model, len(vocab))
     if args.checkpoint:
-        from agentsum.training.checkpoint import load_model
+        from agentsum.checkpoint import load_model
 
         model, vocab, _, _ = load_model(args.checkpoint)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)

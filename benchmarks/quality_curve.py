@@ -36,7 +36,7 @@ from agentsum.data.sources import load_examples
 from agentsum.evaluation.evaluate import evaluate
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.summarizer import Summarizer
-from agentsum.training.checkpoint import read_checkpoint
+from agentsum.checkpoint import read_checkpoint
 
 
 #: Words whose repetition within a few tokens is ordinary English ("the cat and the dog").

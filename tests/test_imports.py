@@ -138,6 +138,32 @@ def test_data_models_and_decoding_import_only_downward():
     assert not wrong, "\n".join(wrong)
 
 
+def package_of(module: str) -> str:
+    """The node of the package-level graph: a subpackage (``agentsum.data``) or a top-level module."""
+    parts = module.split(".")
+    if len(parts) > 1 and (PACKAGE / parts[1] / "__init__.py").exists():
+        return ".".join(parts[:2])
+    return module
+
+
+def test_packages_form_no_cycle_either():
+    """Collapsed to packages (data, models, decoding, training, evaluation, serve, and each top-level
+    module), the graph is still acyclic: training validates through evaluation, evaluation never
+    reaches back into training."""
+    edges, _ = graph()
+    packages: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        node = package_of(module)
+        packages.setdefault(node, set()).update(package_of(t) for t in targets if package_of(t) != node)
+    for targets in list(packages.values()):
+        for t in targets:
+            packages.setdefault(t, set())
+    found = cycles(packages)
+    assert not found, "package cycles: " + "; ".join(" <-> ".join(c) for c in found)
+    assert "agentsum.evaluation" in packages["agentsum.training"]
+    assert "agentsum.training" not in packages["agentsum.evaluation"]
+
+
 def test_models_do_not_import_each_other_and_training_meets_them_through_the_protocol():
     edges, _ = graph()
     concrete = {"agentsum.models.dca", "agentsum.models.transformer_pg"}
@@ -153,6 +179,8 @@ def test_the_checker_sees_cycles_and_private_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     assert layers({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == [["b"], ["a"], ["c"]]
+    assert package_of("agentsum.data.corpus") == "agentsum.data" and package_of("agentsum.data") == "agentsum.data"
+    assert package_of("agentsum.checkpoint") == "agentsum.checkpoint" and package_of("agentsum") == "agentsum"
     tree = ast.parse("from agentsum.data.corpus import _helper, Example\nimport agentsum.data.vocab\n"
                      "from agentsum.data import batch\n")
     known = {"agentsum.data", "agentsum.data.corpus", "agentsum.data.vocab", "agentsum.data.batch"}

@@ -8,7 +8,7 @@ import pytest
 from agentsum.cli import main
 from agentsum.config import load_config
 from agentsum.models import TransformerPG
-from agentsum.training.checkpoint import load_model, read_checkpoint
+from agentsum.checkpoint import load_model, read_checkpoint
 from agentsum.training.trainer import Trainer
 from conftest import write_jsonl
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from agentsum.cli import main
-from agentsum.training import checkpoint as ckpt
-from agentsum.training.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
+from agentsum import checkpoint as ckpt
+from agentsum.checkpoint import CheckpointError, export_inference, load_model, read_checkpoint
 
 
 def test_export_keeps_weights_in_16_bits_without_training_state(tiny_run, tmp_path):

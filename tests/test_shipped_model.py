@@ -8,7 +8,7 @@ from agentsum.data.dataset import prepare_all
 from agentsum.data.sources import load_examples
 from agentsum.evaluation.evaluate import evaluate
 from agentsum.evaluation.rouge import rouge_for
-from agentsum.training.checkpoint import default_checkpoint, read_checkpoint
+from agentsum.checkpoint import default_checkpoint, read_checkpoint
 
 from conftest import FIXTURES, SHARED_DATA
 

@@ -443,7 +443,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     from agentsum.data.records import DataError
     from agentsum.options import progress, search_overrides
-    from agentsum.training.checkpoint import CheckpointError
+    from agentsum.checkpoint import CheckpointError
 
     try:
         if args.bins < 1:

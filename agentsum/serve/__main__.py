@@ -4,7 +4,7 @@
 import argparse
 
 from agentsum.serve.options import add_arguments
-from agentsum.training.checkpoint import CheckpointError
+from agentsum.checkpoint import CheckpointError
 
 
 def main(argv: list[str] | None = None) -> int:

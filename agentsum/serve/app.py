@@ -50,7 +50,7 @@ from agentsum.serve.model import ServedModel
 from agentsum.serve.page import add_page
 from agentsum.serve.schemas import (ERROR_RESPONSES, MAX_BEAM, MAX_LENGTH, RequestError, SummarizeRequest,
                                     SummarizeResponse)
-from agentsum.training.checkpoint import default_checkpoint
+from agentsum.checkpoint import default_checkpoint
 
 __all__ = ["background_server", "create_app", "run"]
 

@@ -26,7 +26,7 @@ from agentsum.decoding.search import SearchConfig
 from agentsum.models import build_model
 from agentsum.models.base import SummarizationModel
 from agentsum.training import distributed
-from agentsum.training.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
+from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.training.monitor import TrainingMonitor, format_duration, log
 from agentsum.training.objectives import MLE, build_objective
 from agentsum.training.schedule import build_scheduler

@@ -115,7 +115,7 @@ def test_transformer_coverage_loss_on_the_copy_attention():
 def test_coverage_phase_starts_from_a_model_trained_without_it(tiny_run, tmp_path):
     """See et al. (2017) add coverage for a last, short phase: --init-from a model without w_c."""
     from agentsum.config import load_config
-    from agentsum.training.checkpoint import CheckpointError, read_checkpoint
+    from agentsum.checkpoint import CheckpointError, read_checkpoint
     from agentsum.training.trainer import Trainer
 
     base = read_checkpoint(tiny_run["checkpoint"])

@@ -318,7 +318,7 @@ def test_concurrent_requests_are_batched(app, client):
 
 def test_create_app_rejects_a_bad_checkpoint(tmp_path):
     from agentsum.serve.app import create_app
-    from agentsum.training.checkpoint import CheckpointError
+    from agentsum.checkpoint import CheckpointError
 
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agentsum.cli import main
-from agentsum.training.checkpoint import CHECKPOINT_FORMAT, read_checkpoint, save_checkpoint
+from agentsum.checkpoint import CHECKPOINT_FORMAT, read_checkpoint, save_checkpoint
 
 
 class Foreign:  # a pickled Python object: weights_only=True refuses it

@@ -7,7 +7,7 @@ import sys
 import torch
 
 from agentsum.data.dataset import epoch_order
-from agentsum.training.checkpoint import read_checkpoint
+from agentsum.checkpoint import read_checkpoint
 from conftest import synthetic_rows, write_jsonl
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentsum.training.checkpoint import read_checkpoint
+from agentsum.checkpoint import read_checkpoint
 from conftest import synthetic_rows, write_jsonl
 
 torch.set_num_threads(1)

@@ -11,7 +11,7 @@ from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from agentsum.decoding.copying import teacher_forced
 from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy
 from agentsum.models.dca import DCA, DCAConfig
-from agentsum.training.checkpoint import read_checkpoint
+from agentsum.checkpoint import read_checkpoint
 from agentsum.training.objectives import MLE, SelfCritical, semantic_cohesion, sentence_baselines, sentence_end_ids
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 from agentsum.training.trainer import Trainer

@@ -12,7 +12,7 @@ from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import SearchConfig, search
 from agentsum.models.dca import DCA, DCAConfig
-from agentsum.training.checkpoint import CheckpointError, load_model, read_checkpoint
+from agentsum.checkpoint import CheckpointError, load_model, read_checkpoint
 from agentsum.training.objectives import MLE
 from agentsum.training.trainer import Trainer
 from conftest import synthetic_rows, write_jsonl
