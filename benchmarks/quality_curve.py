@@ -182,14 +182,21 @@ def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, metric, label in ((axes[0], "rouge1", "ROUGE-1 F1"), (axes[1], "rouge2", "ROUGE-2 F1")):
-        runs = sorted({r["run"] for r in records if r["data"] == data_key})
-        for run in runs:
+        # one line per run and search setting (a checkpoint decoded with two settings is two points)
+        lines = sorted({(r["run"], r.get("beam"), r.get("min_length"), r.get("max_length"))
+                        for r in records if r["data"] == data_key})
+        for key in lines:
+            run = key[0]
             points = sorted((r["minutes"], r[metric]) for r in records
-                            if r["run"] == run and r["data"] == data_key
+                            if (r["run"], r.get("beam"), r.get("min_length"), r.get("max_length")) == key
+                            and r["data"] == data_key
                             and r["checkpoint"].startswith(("step-", "model_step_")))  # agentsum's, OpenNMT-py's
             on_cpu = any(r.get("clock") == "cpu" for r in records if r["run"] == run)
+            name = f"{run} (CPU minutes)" if on_cpu else run
+            if sum(1 for k in lines if k[0] == run) > 1:
+                name += f" (beam {key[1]}, min {key[2]})"
             if points:
-                ax.plot(*zip(*points), marker="o", label=f"{run} (CPU minutes)" if on_cpu else run)
+                ax.plot(*zip(*points), marker="o", label=name)
         ax.axhline(lead[metric], color="grey", linestyle="--", label=lead.get("name", "Lead-3"))
         ax.set_xlabel("training minutes, one thread (wall clock, or CPU time where marked)")
         ax.set_ylabel(label)

@@ -4,8 +4,10 @@
 #      one thread each, side by side on a 2-core machine;
 #   2. 25 more minutes for m1 two ways: training on as before, or See et al.'s coverage phase
 #      (model.coverage=true from the 80-minute m1, coverage loss weight 1);
-#   3. validation ROUGE of every checkpoint against training minutes (quality_curve.py) and Lead-3.
-# About 2 h 20 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
+#   3. validation ROUGE of every checkpoint against training minutes (quality_curve.py) and Lead-3;
+#   4. samsum-m7 (30 minutes of mixed RL from samsum-m6) beside OpenNMT-py's pointer-generator trained
+#      on the same data for 40 CPU minutes (peer_quality.py; installs the peer on first use).
+# About 3 h 30 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
@@ -35,3 +37,11 @@ python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-
 python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
   --data "$VALID" --only last --out "$OUT" --threads 2
 agentsum lead3 --config samsum-m1 --data "$VALID" --out "$OUT/lead3"
+
+# m7 and the OpenNMT-py peer side by side; the peer on the CPU clock (its process's CPU minutes)
+agentsum train --config samsum-m7 > runs/samsum-m7.log 2>&1 &
+python benchmarks/peer_quality.py samsum --minutes 40 --save-every 250 --docs 200 --out "$OUT" > runs/peer-samsum.log 2>&1 &
+wait
+python benchmarks/quality_curve.py runs/samsum-m7 --data "$VALID" --only best --out "$OUT" --threads 2
+python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
+  --data "$VALID" --docs 200 --only steps --out "$OUT"  # the plot again, now with the peer's curve
