@@ -233,18 +233,11 @@ class DCA(nn.Module):
         last = (batch.src_lengths - 1).clamp_min(0)  # (B, A) index of the last real token
 
         x = self.dropout(self.embedding(src.reshape(B * A, S)))  # (B*A, S, E)
-        if self.config.agent_state == "ends":
-            h, final = self.local(x, lengths, ends=True)
-            h, final = h.view(B, A, S, -1), final.view(B, A, -1)
-            for layer in self.contextual:
-                message = self._mean_of_others(final, agent_mask)  # z^(k), eq (6)
-                h, final = layer(self.dropout(h), message, lengths, ends=True)
-        else:
-            h = self.local(x, lengths).view(B, A, S, -1)  # h^(1), eq (1)-(2)
-            for layer in self.contextual:
-                message = self._message(h, last, agent_mask)  # z^(k), eq (6)
-                h = layer(self.dropout(h), message, lengths)  # h^(k+1), eq (3)-(5), (7)
-            final = h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, h.size(-1))).squeeze(2)  # (B, A, H)
+        ends = self.config.agent_state == "ends"
+        h, final = self._agent_states(self.local(x, lengths, ends=ends), last)  # h^(1), eq (1)-(2)
+        for layer in self.contextual:
+            message = self._message(final, agent_mask)  # z^(k), eq (6)
+            h, final = self._agent_states(layer(self.dropout(h), message, lengths, ends=ends), last)  # eq (3)-(5), (7)
         keys = self.w5(h)  # W5 h of eq (8), once per document
         if self.config.init_state == "mean":
             weights = agent_mask.to(final.dtype).unsqueeze(-1)
@@ -261,15 +254,18 @@ class DCA(nn.Module):
             n_ext=self.vocab_size + batch.max_oov,
         )
 
-    def _message(self, h: torch.Tensor, last: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
-        """Eq (6): z_a = mean of the other agents' last hidden states. (B, A, S, H) -> (B, A, H)."""
-        B, A, S, H = h.shape
-        if not self.config.communication or A == 1:
-            return h.new_zeros(B, A, H)
-        return self._mean_of_others(h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, H)).squeeze(2), agent_mask)
+    def _agent_states(self, out, last: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A layer's output as (h (B, A, S, H), each agent's last state (B, A, H)): the layer's own
+        summary with ``agent_state="ends"``, else h at the agent's last real token."""
+        B, A = last.shape
+        if isinstance(out, tuple):
+            h, summary = out
+            return h.view(B, A, h.size(-2), -1), summary.view(B, A, -1)
+        h = out.view(B, A, out.size(-2), -1)
+        return h, h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, h.size(-1))).squeeze(2)
 
-    def _mean_of_others(self, final: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
-        """Eq (6) from each agent's state (B, A, H): the mean over the other agents with text."""
+    def _message(self, final: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
+        """Eq (6): z_a = the mean of the other agents' last states (B, A, H), over agents with text."""
         B, A, H = final.shape
         if not self.config.communication or A == 1:
             return final.new_zeros(B, A, H)

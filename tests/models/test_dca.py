@@ -189,7 +189,7 @@ def test_message_is_mean_of_other_agents_eq_6():
     h = torch.randn(2, 3, 5, 12)
     last = torch.tensor([[4, 2, 0], [1, 3, 4]])
     agents = torch.ones(2, 3, dtype=torch.bool)
-    z = model._message(h, last, agents)
+    z = model._message(model._agent_states(h, last)[1], agents)  # states at each agent's last token
     for b in range(2):
         finals = [h[b, a, last[b, a]] for a in range(3)]
         for a in range(3):
@@ -197,7 +197,7 @@ def test_message_is_mean_of_other_agents_eq_6():
             assert torch.allclose(z[b, a], explicit, atol=1e-6)
     # An agent without text sends nothing: the others average over the agents that have text.
     agents[0, 2] = False
-    z = model._message(h, last, agents)
+    z = model._message(model._agent_states(h, last)[1], agents)  # states at each agent's last token
     assert torch.allclose(z[0, 0], h[0, 1, 2], atol=1e-6)
     assert torch.allclose(z[0, 2], (h[0, 0, 4] + h[0, 1, 2]) / 2, atol=1e-6)
 
