@@ -20,6 +20,7 @@ writes ``OUT/curve.jsonl``, ``OUT/curve.png`` (ROUGE-1 and ROUGE-2 against minut
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import sys
@@ -170,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     lead["name"] = f"first {args.lead_chars} characters" if args.lead_chars else "Lead-3"
     print(f"{lead['name']} on {data_key}: R-1 {lead['rouge1']:.2f}  R-2 {lead['rouge2']:.2f}  "
           f"R-Lsum {lead['rougeLsum']:.2f}")
-    plot(records, data_key, lead, args.out / "curve.png")
+    steps = collections.Counter(r["run"] for r in records if r["data"] == data_key
+                                and r["checkpoint"].startswith(("step-", "model_step_")))
+    if max(steps.values(), default=0) >= 2:
+        plot(records, data_key, lead, args.out / "curve.png")
+    else:  # a best/last-only or one-checkpoint slice would replace the curve plot with an empty one
+        print(f"no curve on {data_key} (fewer than two checkpoints per run); {args.out / 'curve.png'} left as it was")
     return 0
 
 
