@@ -1,4 +1,4 @@
-"""Command line: ``agentsum train | summarize | evaluate | lead3 | export | serve | plot | analyze | humaneval``.
+"""Command line: ``agentsum train | prepare | summarize | evaluate | lead3 | export | serve | plot | analyze | humaneval``.
 
 This module builds the parser and runs the commands; the options several commands share, and what
 they turn into, are in :mod:`agentsum.options`. ``serve``, ``plot``, ``analyze`` and ``humaneval``
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", help="output directory (overrides train.run_dir)")
     p.add_argument("--resume", metavar="CKPT", help="continue a run from its checkpoint (model, optimizer, step, RNG)")
     p.add_argument("--init-from", metavar="CKPT", help="start from these weights and vocabulary, fresh optimizer")
+
+    p = sub.add_parser("prepare", help="tokenize a config's corpora once into memory-mapped stores",
+                       description="Read the configuration's data.train and data.valid corpora once, in worker "
+                                   "processes, into corpus stores (STORE_DIR/train, STORE_DIR/valid) that `agentsum "
+                                   "train` memory-maps instead of preparing the text at every start. train prepares "
+                                   "a missing store itself; prepare does it ahead, e.g. once for several runs or "
+                                   "before launching torchrun. A store is reused only for the corpus and data "
+                                   "settings it was prepared from (data.vocab_size may change freely).",
+                       epilog=f"Presets: {', '.join(preset_names())}.")
+    p.add_argument("--config", required=True, help="preset name or path to a YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one config key, e.g. --set data.max_article_tokens=400 (repeatable)")
+    p.add_argument("--store-dir", help="where the stores go (overrides data.store_dir; default RUN_DIR/data)")
+    p.add_argument("--run-dir", help="overrides train.run_dir (the default store directory is RUN_DIR/data)")
+    p.add_argument("--split", choices=("train", "valid", "all"), default="all",
+                   help="which corpora to prepare (default: all that the configuration names)")
+    p.add_argument("--workers", type=int, help="worker processes (default: data.prepare_workers, else the cores)")
+    p.add_argument("--force", action="store_true", help="prepare again even where a matching store exists")
 
     p = sub.add_parser("summarize", help="summarize a text file or stdin",
                        description="Summarize one article (a text file, or - for stdin), or every row of a "
@@ -93,29 +112,64 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_prepare(args) -> int:
+    from agentsum.data.store import open_or_prepare
+    from agentsum.training.monitor import log
+
+    overrides = list(args.overrides)
+    if args.run_dir:
+        overrides.append(f"train.run_dir={args.run_dir}")
+    if args.store_dir:
+        overrides.append(f"data.store_dir={args.store_dir}")
+    config = load_config(args.config, overrides)
+    d = config.data
+    root = Path(d.store_dir) if d.store_dir else Path(config.train.run_dir) / "data"
+    splits = [s for s in ("train", "valid") if args.split in (s, "all") and getattr(d, s) is not None]
+    if not splits:
+        raise ConfigError(f"{args.config}: no data.{args.split if args.split != 'all' else 'train or data.valid'} "
+                          f"corpus to prepare")
+    for split in splits:
+        store = open_or_prepare(getattr(d, split), d, root / split, workers=args.workers or d.prepare_workers,
+                                force=args.force, warn=log)
+        m = store.manifest
+        print(f"{split}: {store.path} ({m['documents']:,} documents, {m['types']:,} token types, "
+              f"{sum(f['bytes'] for f in m['files'].values()) / 2**20:,.1f} MiB)")
+    return 0
+
+
 def _search_config(args, config):
     return dataclasses.replace(config.search, **search_overrides(args))
 
 
 def cmd_summarize(args) -> int:
     from agentsum.data.corpus import Example, read_text_file
-    from agentsum.data.sources import load_examples
+    from agentsum.data.records import DataError
+    from agentsum.data.sources import iter_examples
     from agentsum.summarizer import Summarizer
 
     summarizer = Summarizer(args.checkpoint)
     if args.input.endswith(".jsonl"):
-        examples = load_examples(args.input, article_field=args.field, require_summary=False)
+        # read and decoded 1,000 rows at a time, each chunk printed when done: memory holds one chunk
+        from agentsum.data.store import estimate_rows
+
+        examples = iter_examples(args.input, article_field=args.field, require_summary=False)
+        total = estimate_rows(args.input) or 0
     else:
-        examples = [Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)]
+        examples = iter([Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)])
+        total = 1
     search_config = _search_config(args, summarizer.config)
     started = time.perf_counter()
-    texts, summaries = summarizer.summarize_examples(
-        examples, search_config, raw=args.raw, batch_size=args.batch_size,
-        progress=progress(len(examples), "summarizing") if len(examples) > args.batch_size else None)
+    shown = progress(total, "summarizing") if total > args.batch_size else None
+    n = words = 0
+    while chunk := list(itertools.islice(examples, 1000)):
+        texts, summaries = summarizer.summarize_examples(chunk, search_config, raw=args.raw,
+                                                         batch_size=args.batch_size, progress=shown)
+        for text in texts:
+            print(text, flush=True)
+        n, words = n + len(chunk), words + sum(len(t) for t in summaries)
+    if n == 0:
+        raise DataError(f"no examples in {args.input}")
     seconds = time.perf_counter() - started
-    for text in texts:
-        print(text)
-    n, words = len(examples), sum(len(t) for t in summaries)
     print(f"summarized {n} document(s) in {seconds:.2f}s ({n / max(seconds, 1e-9):.2f} documents/s, "
           f"beam {search_config.beam_size}, {words / max(n, 1):.1f} tokens per summary; model loading "
           f"excluded)", file=sys.stderr)
@@ -123,19 +177,38 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from agentsum.data.dataset import load_documents
-    from agentsum.evaluation.evaluate import evaluate, write_results
+    from agentsum.data.records import DataError, ReadStats
+    from agentsum.data.sources import iter_examples, no_examples
+    from agentsum.data.store import estimate_rows
+    from agentsum.evaluation.evaluate import NoDocuments, evaluate_examples, write_results
     from agentsum.evaluation.rouge import format_rouge
     from agentsum.summarizer import Summarizer
 
     summarizer = Summarizer(args.checkpoint)
-    docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=warn)
+    d = data_settings(args, summarizer.config.data)
+    stats = ReadStats()
+    # streamed: a chunk of documents at a time is prepared and decoded (bounded memory on any corpus)
+    examples = iter_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
+                             summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
+                             min_human_label=d.min_human_label, stats=stats)
+    total = estimate_rows(args.data)
+    if total is not None and (args.start is not None or args.end is not None):
+        total = len(range(total)[args.start:args.end])
     search_config = _search_config(args, summarizer.config)
-    predictions, scores = evaluate(summarizer, docs, search_config, args.batch_size, progress(len(docs), "decoding"))
+    try:
+        predictions, references, ids, scores = evaluate_examples(summarizer, examples, search_config,
+                                                                 args.batch_size, progress(total or 0, "decoding"))
+    except NoDocuments:
+        if stats.read == 0:
+            raise DataError(no_examples(args.data, args.start, args.end, stats)) from None
+        raise
+    report = stats.report(args.data)
+    if report is not None:
+        warn(report)
     default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / \
         f"eval-{Path(args.data).stem}"
     out = Path(args.out) if args.out else default_out
-    write_results(out, predictions, [x.reference for x in docs], [x.id for x in docs], scores)
+    write_results(out, predictions, references, ids, scores)
     print(format_rouge(scores))
     print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
     return 0
@@ -172,7 +245,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
+COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
             "export": cmd_export}
 
 

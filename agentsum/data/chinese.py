@@ -142,11 +142,22 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in sentences if s.strip()]
 
 
-def article_sentences(text: str, mode: str = "jieba", lower: bool = True) -> list[list[str]]:
-    """Article text -> tokenized sentences (empty sentences dropped)."""
+def article_sentences(text: str, mode: str = "jieba", lower: bool = True,
+                      limit: int | None = None) -> list[list[str]]:
+    """Article text -> tokenized sentences (empty sentences dropped). ``limit``: stop after the
+    sentence that brings the token count to ``limit`` or more (each sentence is tokenized on its
+    own, so the sentences returned are those of the unlimited call)."""
     _check_mode(mode)
-    sentences = (tokenize(s, mode, lower) for s in split_sentences(text))
-    return [s for s in sentences if s]
+    sentences: list[list[str]] = []
+    total = 0
+    for sentence in split_sentences(text):
+        tokens = tokenize(sentence, mode, lower)
+        if tokens:
+            sentences.append(tokens)
+            total += len(tokens)
+            if limit is not None and total >= limit:
+                break
+    return sentences
 
 
 def summary_sentences(text: str, mode: str = "jieba", lower: bool = True) -> list[list[str]]:

@@ -50,6 +50,11 @@ class DataConfig:
     max_summary_tokens: int = 100  # training targets (paper: 100)
     vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
     skip_bad: bool = False  # skip and count malformed corpus lines instead of stopping
+    # Training reads data.train and data.valid from prepared corpus stores (agentsum.data.store): tokenized
+    # once, memory-mapped, shared by every process. false: prepare them in memory at every start.
+    store: bool = True
+    store_dir: str | None = None  # where the stores live (STORE_DIR/train, STORE_DIR/valid); None: RUN_DIR/data
+    prepare_workers: int | None = None  # processes that prepare a store; None: the cores available
 
 
 @dataclass
@@ -106,7 +111,11 @@ def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = 
     language = language or text_processor(cfg)
     summary = language.summary_sentences(example.summary) if example.summary else []
     flat = [tok for sentence in summary for tok in sentence]
-    agents = split_among_agents(language.article_sentences(example.article), cfg.agents, agent_budget(cfg),
+    budget = agent_budget(cfg)
+    # split_among_agents keeps the first min(max_article_tokens, agents x budget) tokens: the rest of
+    # the article is not split into sentences or tokenized at all (a CNN article is ~40 sentences).
+    kept = min(cfg.max_article_tokens, cfg.agents * budget)
+    agents = split_among_agents(language.article_sentences(example.article, limit=kept), cfg.agents, budget,
                                 cfg.max_article_tokens)
     return Document(id=example.id, agents=agents, summary=flat[: cfg.max_summary_tokens],
                     reference=language.join_sentences(summary), article=example.article if keep_text else "")
@@ -139,6 +148,13 @@ def load_documents(source: DataSource, cfg: DataConfig, *, drop_empty: bool = Tr
                    warn: Callable[[str], None] | None = None) -> list[Document]:
     """The documents of ``source`` prepared as ``cfg`` says: :func:`read_examples`, then :func:`prepare_all`."""
     return prepare_all(read_examples(source, cfg, warn=warn), cfg, drop_empty=drop_empty)
+
+
+def document_lengths(docs: Sequence[Document]) -> list[int]:
+    """Tokens per document (article and summary), the length batches are bucketed by; a corpus store
+    has them without reading its documents."""
+    stored = getattr(docs, "lengths", None)
+    return stored.tolist() if stored is not None else [d.num_tokens for d in docs]
 
 
 def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = True, pad_multiple: int = 1) -> Batch:
@@ -186,7 +202,8 @@ def iterate_global_batches(lengths: Sequence[int], batch_size: int, *, seed: int
 def sorted_batches(docs: Sequence[Document], vocab: Vocabulary, batch_size: int,
                    with_targets: bool = True) -> Iterator[tuple[list[int], Batch]]:
     """Batches for evaluation, sorted by length for speed; yields the original indices too."""
-    order = sorted(range(len(docs)), key=lambda i: docs[i].num_tokens)
+    lengths = document_lengths(docs)
+    order = sorted(range(len(docs)), key=lambda i: lengths[i])
     for s in range(0, len(order), batch_size):
         idx = order[s : s + batch_size]
         yield idx, to_batch([docs[i] for i in idx], vocab, with_targets)

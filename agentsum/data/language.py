@@ -35,10 +35,11 @@ class TextProcessor:
     def is_chinese(self) -> bool:
         return self.language == "zh"
 
-    def article_sentences(self, article: str) -> list[list[str]]:
+    def article_sentences(self, article: str, limit: int | None = None) -> list[list[str]]:
+        """Tokenized sentences; ``limit``: only as many as hold the first ``limit`` tokens."""
         if self.is_chinese:
-            return chinese.article_sentences(article, self.zh_tokenizer, lower=self.lowercase)
-        return text.article_sentences(article, lower=self.lowercase, dialogue=self.dialogue)
+            return chinese.article_sentences(article, self.zh_tokenizer, lower=self.lowercase, limit=limit)
+        return text.article_sentences(article, lower=self.lowercase, dialogue=self.dialogue, limit=limit)
 
     def summary_sentences(self, summary: str) -> list[list[str]]:
         if self.is_chinese:

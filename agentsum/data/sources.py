@@ -18,7 +18,25 @@ from agentsum.data.lcsts import load_lcsts, sniff_lcsts
 from agentsum.data.records import DataError, ReadStats
 
 
-def load_examples(
+def load_examples(spec: str, *, start: int | None = None, end: int | None = None, stats: ReadStats | None = None,
+                  **options) -> list[Example]:
+    """Read a corpus named by ``spec`` and keep examples ``[start:end)`` (:func:`iter_examples`, as a
+    list); an empty result is a :class:`DataError`."""
+    stats = stats if stats is not None else ReadStats()
+    result = list(iter_examples(spec, start=start, end=end, stats=stats, **options))
+    if not result:
+        raise DataError(no_examples(spec, start, end, stats))
+    return result
+
+
+def no_examples(spec: str, start: int | None, end: int | None, stats: ReadStats) -> str:
+    """The message for a corpus (or slice of one) that holds no usable example."""
+    where = "" if start is None and end is None else f" slice [{start}:{end}]"
+    skipped = f" ({stats.skipped} bad rows skipped)" if stats.skipped else ""
+    return f"no examples in {spec}{where}{skipped}"
+
+
+def iter_examples(
     spec: str,
     *,
     start: int | None = None,
@@ -30,8 +48,9 @@ def load_examples(
     require_summary: bool = True,
     stats: ReadStats | None = None,
     min_human_label: int | None = None,
-) -> list[Example]:
-    """Read a corpus named by ``spec`` and keep examples ``[start:end)``.
+) -> Iterator[Example]:
+    """The examples ``[start:end)`` of the corpus named by ``spec``, read as they are consumed (a
+    corpus of any size streams through in bounded memory; negative bounds need the whole list).
 
     The reader follows the module docstring; ``min_human_label`` keeps LCSTS pairs scored at least
     that (3 gives the standard PART III test set). Default field names fall back to their
@@ -63,14 +82,8 @@ def load_examples(
                 path, article_field, summary_field, id_field, skip_bad, require_summary, stats
             )
     if (start is None or start >= 0) and (end is None or end >= 0):
-        result = list(islice(examples, start, end))
-    else:
-        result = list(examples)[start:end]
-    if not result:
-        where = "" if start is None and end is None else f" slice [{start}:{end}]"
-        skipped = f" ({stats.skipped} bad rows skipped)" if stats.skipped else ""
-        raise DataError(f"no examples in {spec}{where}{skipped}")
-    return result
+        return islice(examples, start, end)
+    return iter(list(examples)[start:end])
 
 
 def _is_lcsts(path: Path) -> bool:

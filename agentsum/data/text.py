@@ -127,8 +127,13 @@ def tokenize(sentence: str, lower: bool = True) -> list[str]:
     Rules are applied to the original casing (initials and titles need capitals), then tokens are
     lower-cased as in See et al. (2017) and Paulus et al. (2018).
     """
-    text = _DOUBLE_QUOTE_RE.sub('"', clean_text(sentence))
-    tokens = _TOKEN_RE.findall(text)
+    return _tokenize_clean(clean_text(sentence), lower)
+
+
+def _tokenize_clean(sentence: str, lower: bool) -> list[str]:
+    """:func:`tokenize` of a sentence already passed through :func:`clean_text` (which is idempotent,
+    so cleaning it again would change nothing and cost a second pass)."""
+    tokens = _TOKEN_RE.findall(_DOUBLE_QUOTE_RE.sub('"', sentence))
     if lower:
         tokens = [t.lower() for t in tokens]
     return [t for t in tokens if t]
@@ -145,14 +150,45 @@ def dialogue_utterances(text: str) -> list[str]:
     return [line.strip() for line in clean_text(text).splitlines() if line.strip()]
 
 
-def article_sentences(text: str, lower: bool = True, dialogue: bool = False) -> list[list[str]]:
+def article_sentences(text: str, lower: bool = True, dialogue: bool = False,
+                      limit: int | None = None) -> list[list[str]]:
     """Article text -> tokenized sentences, dateline removed, empty sentences dropped.
 
     ``dialogue=True``: one sentence per utterance (line), no dateline handling.
+    ``limit``: stop after the sentence that brings the token count to ``limit`` or more. The
+    sentences returned are the first ones of the unlimited call, unchanged: lines are cut into
+    sentences one at a time and sentences tokenized one at a time, each independently of what
+    follows, so a reader that keeps only the first ``limit`` tokens (the agent split) sees the
+    same tokens without the article's tail being split and tokenized.
     """
-    units = dialogue_utterances(text) if dialogue else split_sentences(strip_source_prefix(text))
-    sentences = (tokenize(s, lower) for s in units)
-    return [s for s in sentences if s]
+    units = _utterances(text) if dialogue else _sentences(strip_source_prefix(text))
+    sentences: list[list[str]] = []
+    total = 0
+    for unit in units:
+        tokens = _tokenize_clean(unit, lower)
+        if tokens:
+            sentences.append(tokens)
+            total += len(tokens)
+            if limit is not None and total >= limit:
+                break
+    return sentences
+
+
+def _sentences(text: str):
+    """:func:`split_sentences`, lazily: one line's sentences at a time (cleaned text)."""
+    for line in clean_text(text).splitlines():
+        line = line.strip()
+        if line:
+            for sentence in blingfire.text_to_sentences(line).split("\n"):
+                if sentence.strip():
+                    yield sentence.strip()
+
+
+def _utterances(text: str):
+    """:func:`dialogue_utterances`, lazily."""
+    for line in clean_text(text).splitlines():
+        if line.strip():
+            yield line.strip()
 
 
 def summary_sentences(text: str, lower: bool = True) -> list[list[str]]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from agentsum.data.corpus import Example
 from agentsum.data.dataset import Document
+from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.summarizer import Summarizer
@@ -29,6 +31,47 @@ def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: Se
     scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
                   beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
     return predictions, scores
+
+
+class NoDocuments(DataError):
+    """A corpus that held nothing to evaluate (no rows, or none with tokens)."""
+
+
+def evaluate_examples(summarizer: Summarizer, examples: Iterable[Example], search_config: SearchConfig,
+                      batch_size: int = 16, progress=None, chunk: int = 1000
+                      ) -> tuple[list[str], list[str], list[str], dict]:
+    """:func:`evaluate` of a corpus read as it goes: ``chunk`` examples at a time are prepared and
+    decoded, so memory holds one chunk's documents, not the corpus's (the 11,490 CNN/DailyMail test
+    articles as well as a hundred). Documents without tokens are left out, as in training.
+    Returns (predictions, references, ids, scores)."""
+    started = time.perf_counter()
+    language = summarizer.language
+    predictions: list[str] = []
+    references: list[str] = []
+    ids: list[str] = []
+    pending: list[Example] = []
+
+    def decode() -> None:
+        docs = [d for d in summarizer.prepare_examples(pending, keep_text=False) if any(d.agents)]
+        for d, t in zip(docs, summarizer.summarize_documents(docs, search_config, batch_size, progress)):
+            predictions.append(language.summary_text(t))
+            references.append(d.reference)
+            ids.append(d.id)
+        pending.clear()
+
+    for example in examples:
+        pending.append(example)
+        if len(pending) == chunk:
+            decode()
+    if pending:
+        decode()
+    seconds = time.perf_counter() - started
+    if not predictions:
+        raise NoDocuments("no document with tokens to evaluate")
+    scores = rouge_for(language, predictions, references)
+    scores.update(seconds=seconds, documents_per_s=len(predictions) / max(seconds, 1e-9),
+                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
+    return predictions, references, ids, scores
 
 
 def write_results(out_dir: str | Path, predictions: Sequence[str], references: Sequence[str], ids: Sequence[str],

@@ -13,6 +13,7 @@ import contextlib
 import math
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -20,7 +21,9 @@ import yaml
 
 from agentsum.config import Config
 from agentsum.data.batch import Batch, round_up
-from agentsum.data.dataset import Document, iterate_global_batches, load_documents, sorted_batches, to_batch
+from agentsum.data.dataset import (DataConfig, DataSource, Document, document_lengths, iterate_global_batches,
+                                   load_documents, sorted_batches, to_batch)
+from agentsum.data.store import CorpusStore, open_or_prepare
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.search import SearchConfig
 from agentsum.models import build_model
@@ -40,8 +43,23 @@ def cpu_has_bf16() -> bool:
         return False
 
 
-def build_vocab(docs: list[Document], size: int) -> Vocabulary:
+def build_vocab(docs: Sequence[Document], size: int) -> Vocabulary:
+    """The ``size`` most frequent tokens of ``docs``; a corpus store has them counted already."""
+    if isinstance(docs, CorpusStore):
+        return docs.vocabulary(size)
     return Vocabulary.build(([t for chunk in d.agents for t in chunk] + d.summary for d in docs), max_size=size)
+
+
+def training_corpus(source: DataSource, cfg: DataConfig, run_dir: Path, split: str, *, main: bool = True
+                    ) -> Sequence[Document]:
+    """The documents of one split: its corpus store (``data.store``, the default: prepared when
+    missing, shared by the processes of a run through a file lock) or, with ``data.store: false``, the
+    corpus prepared in memory."""
+    if not cfg.store:
+        return load_documents(source, cfg, warn=log if main else None)
+    root = Path(cfg.store_dir) if cfg.store_dir else run_dir / "data"
+    return open_or_prepare(source, cfg, root / split, workers=cfg.prepare_workers, warn=log if main else None,
+                           progress=main)
 
 
 @torch.no_grad()
@@ -142,8 +160,10 @@ class Trainer:
         previous = read_checkpoint(resume or init_from) if (resume or init_from) else None  # fail fast
 
         started = time.perf_counter()
-        self.train_docs = load_documents(config.data.train, config.data, warn=log)
-        self.valid_docs = load_documents(config.data.valid, config.data, warn=log) if config.data.valid else []
+        main = self.ctx.is_main
+        self.train_docs = training_corpus(config.data.train, config.data, self.run_dir, "train", main=main)
+        self.valid_docs = training_corpus(config.data.valid, config.data, self.run_dir, "valid", main=main) \
+            if config.data.valid else []
         self._log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
                   f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
@@ -320,7 +340,7 @@ class Trainer:
                                            log_every=train_config.log_every, deadline=deadline,
                                            tensorboard=train_config.tensorboard)
         self.model.train()
-        lengths = [d.num_tokens for d in self.train_docs]
+        lengths = document_lengths(self.train_docs)
         batches = iterate_global_batches(lengths, train_config.batch_size, seed=train_config.seed, start_step=self.step,
                                          window=train_config.bucket_batches)
         try:

@@ -1,0 +1,567 @@
+"""A prepared corpus on disk: tokenized once, memory-mapped by every process that trains on it.
+
+``agentsum prepare`` (and ``agentsum train`` when a store is missing) reads a corpus once, streaming,
+tokenizes and splits it among the agents in worker processes, and writes a *store*: a directory
+
+    manifest.json     what the store was prepared from (the key), its counts, each file's size and CRC-32
+    documents.arrow   Arrow IPC file, one row per document: id, article token ids (the agents' tokens
+                      in order), agent lengths (fixed-size list of M), summary token ids, reference text
+    types.arrow       Arrow IPC file: every token type of the corpus with its count, by descending count
+                      (ties alphabetical, as :meth:`Vocabulary.build`); a token id is a row of this file
+
+Token ids index the corpus's *full* type list, so any ``data.vocab_size`` applies when a batch is made
+(the first V types are the vocabulary, the rest are in-article OOV words for the copy mechanism) and a
+new V needs no new prepare. A :class:`CorpusStore` is a ``Sequence[Document]``: documents come back
+exactly as :func:`agentsum.data.dataset.prepare` makes them, so batches, losses and resume are those of
+the in-memory path. Its files are memory-mapped, so processes on one machine share one copy in the page
+cache and a process's memory no longer grows with the corpus.
+
+Trust:
+* The key holds the source's identity (resolved path, size, modification time; for a directory of
+  ``.story`` files their number, total size and newest time) and every data setting that changes
+  tokens. :func:`open_or_prepare` reuses a store whose key matches, prepares a missing one, and refuses
+  one that differs, naming the setting.
+* Processes that start together take a file lock: one prepares, the others wait and then open it.
+* A store is written in a hidden temporary directory renamed into place once complete, so a prepare
+  that is killed leaves nothing that could be taken for a store (the next prepare removes the debris).
+* Opening checks every file's size; ``verify=True`` (the default) also checks each file's CRC-32, read
+  with plain reads so that the check does not fault the mapped pages into the process.
+
+Why Arrow: the measurements and the choice are in docs/architecture.md ("The corpus store").
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import fcntl
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentsum.data import sources
+from agentsum.data.corpus import Example
+from agentsum.data.dataset import DataConfig, DataSource, Document, agent_budget, prepare
+from agentsum.data.language import text_processor
+from agentsum.data.records import DataError, ReadStats
+from agentsum.data.vocab import SPECIALS, Vocabulary
+
+#: Bumped when the layout of the files changes.
+STORE_FORMAT = 1
+#: Bumped when tokenization or the agent split changes what a corpus prepares to: a store written by
+#: an older preprocessing is refused (its key differs) instead of silently training on other tokens.
+PREPROCESSING_VERSION = 1
+
+#: Documents per task sent to a worker, and per Arrow record batch.
+CHUNK = 512
+
+MANIFEST = "manifest.json"
+DOCUMENTS = "documents.arrow"
+TYPES = "types.arrow"
+
+#: The data settings that change what a corpus prepares to (and so belong to a store's key).
+KEY_SETTINGS = ("language", "lowercase", "dialogue", "zh_tokenizer", "agents", "max_article_tokens", "agent_tokens",
+                "max_summary_tokens", "article_field", "summary_field", "id_field", "min_human_label", "skip_bad")
+
+
+class StoreError(DataError):
+    """A store that cannot be used: damaged, truncated, or prepared from other data or settings."""
+
+
+def _pyarrow():
+    try:
+        import pyarrow  # noqa: PLC0415 - a dependency of the store only
+        import pyarrow.ipc  # noqa: F401, PLC0415
+    except ImportError:
+        raise StoreError("the corpus store needs pyarrow: `pip install pyarrow` (or set data.store: false to "
+                         "prepare the corpus in memory at every start)") from None
+    return pyarrow
+
+
+# --------------------------------------------------------------------------------------------- key
+
+def source_identity(spec: str) -> dict[str, Any]:
+    """What identifies a corpus's content without reading it: path, size and modification time."""
+    if spec.startswith("hf:"):
+        return {"spec": spec}
+    path = Path(spec)
+    if not path.exists():
+        raise DataError(f"{spec}: no such file or directory")
+    if path.is_dir():
+        files = [p.stat() for p in path.rglob("*.story") if p.is_file()]
+        return {"path": str(path.resolve()), "files": len(files), "bytes": sum(s.st_size for s in files),
+                "mtime_ns": max((s.st_mtime_ns for s in files), default=0)}
+    stat = path.stat()
+    return {"path": str(path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def store_key(source: DataSource, cfg: DataConfig) -> dict[str, Any]:
+    """The key a store is prepared under: the source (identity and row range) and the token settings."""
+    settings = {name: getattr(cfg, name) for name in KEY_SETTINGS}
+    settings["agent_tokens"] = agent_budget(cfg)  # the resolved per-agent budget (Table 6 default applied)
+    return {"source": {**source_identity(source.path), "start": source.start or 0, "end": source.end},
+            "settings": settings, "preprocessing": PREPROCESSING_VERSION, "format": STORE_FORMAT}
+
+
+def key_difference(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """The first difference between two keys, in words; None when they match."""
+    for name in ("format", "preprocessing"):
+        if stored.get(name) != wanted.get(name):
+            return f"{name} version {stored.get(name)} (this agentsum writes {wanted.get(name)})"
+    for name, value in wanted["settings"].items():
+        if stored.get("settings", {}).get(name, "missing") != value:
+            return f"data.{name}: the store has {stored['settings'].get(name)!r}, the configuration {value!r}"
+    old, new = stored.get("source", {}), wanted["source"]
+    for name in ("spec", "path", "start", "end"):
+        if old.get(name) != new.get(name):
+            return f"source {name}: the store has {old.get(name)!r}, the configuration {new.get(name)!r}"
+    for name in ("files", "bytes", "mtime_ns"):
+        if old.get(name) != new.get(name):
+            return (f"the corpus {new.get('path')} changed since the store was prepared ({name}: "
+                    f"{old.get(name)} then, {new.get(name)} now)")
+    return None
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+@dataclasses.dataclass
+class _Chunk:
+    """Views into one Arrow record batch (zero-copy over the mapped file)."""
+
+    ids: Any  # pyarrow StringArray
+    references: Any
+    article_offsets: np.ndarray
+    article_tokens: np.ndarray
+    agent_lengths: np.ndarray  # (n, M)
+    summary_offsets: np.ndarray
+    summary_tokens: np.ndarray
+
+
+class CorpusStore(Sequence[Document]):
+    """A prepared corpus, read through memory maps. ``store[i]`` is the i-th :class:`Document`."""
+
+    def __init__(self, path: str | Path, *, verify: bool = True):
+        pa = _pyarrow()
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        check_files(self.path, self.manifest["files"], verify=verify)
+        try:
+            self._documents = pa.ipc.open_file(pa.memory_map(str(self.path / DOCUMENTS), "r"))
+            types = pa.ipc.open_file(pa.memory_map(str(self.path / TYPES), "r")).read_all()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise StoreError(f"{self.path}: damaged store ({e}); prepare it again") from None
+        #: Token types by id (descending count) and their counts.
+        self.types: list[str] = types.column("token").to_pylist()
+        self.counts: np.ndarray = types.column("count").to_numpy()
+        self._chunks: list[_Chunk] = []
+        starts = [0]
+        for k in range(self._documents.num_record_batches):
+            batch = self._documents.get_batch(k)
+            article, summary = batch.column("article"), batch.column("summary")
+            self._chunks.append(_Chunk(
+                ids=batch.column("id"), references=batch.column("reference"),
+                article_offsets=article.offsets.to_numpy(), article_tokens=article.values.to_numpy(),
+                agent_lengths=batch.column("agent_lengths").values.to_numpy().reshape(batch.num_rows, -1),
+                summary_offsets=summary.offsets.to_numpy(), summary_tokens=summary.values.to_numpy()))
+            starts.append(starts[-1] + batch.num_rows)
+        self._starts = starts
+        if starts[-1] != self.manifest["documents"]:
+            raise StoreError(f"{self.path}: {starts[-1]} documents in {DOCUMENTS}, the manifest says "
+                             f"{self.manifest['documents']}; prepare the store again")
+        #: Tokens per document (article + summary), the length the batcher buckets by.
+        self.lengths: np.ndarray = np.concatenate(
+            [np.diff(c.article_offsets) + np.diff(c.summary_offsets) for c in self._chunks]) \
+            if self._chunks else np.zeros(0, dtype=np.int64)
+
+    @property
+    def key(self) -> dict[str, Any]:
+        return self.manifest["key"]
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"document {index} outside the store's {len(self)}")
+        k = bisect.bisect_right(self._starts, index) - 1
+        c, j = self._chunks[k], index - self._starts[k]
+        types = self.types
+        words = [types[t] for t in c.article_tokens[c.article_offsets[j]:c.article_offsets[j + 1]].tolist()]
+        agents, start = [], 0
+        for n in c.agent_lengths[j].tolist():
+            agents.append(words[start:start + n])
+            start += n
+        summary = [types[t] for t in c.summary_tokens[c.summary_offsets[j]:c.summary_offsets[j + 1]].tolist()]
+        return Document(id=c.ids[j].as_py(), agents=agents, summary=summary, reference=c.references[j].as_py())
+
+    def vocabulary(self, size: int) -> Vocabulary:
+        """The ``size`` most frequent types after the special tokens: what :meth:`Vocabulary.build`
+        gives for the same documents, without reading them."""
+        specials = set(SPECIALS)
+        ranked = [t for t in self.types[: size + len(SPECIALS)] if t not in specials][:size]
+        return Vocabulary(list(SPECIALS) + ranked)
+
+    def check_key(self, wanted: dict[str, Any]) -> None:
+        check_key(self.path, self.manifest, wanted)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise StoreError(f"{path}: not a prepared corpus store (no {MANIFEST}); write one with `agentsum prepare`")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if not isinstance(manifest.get("files"), dict) or not isinstance(manifest.get("key"), dict):
+            raise KeyError("files or key")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StoreError(f"{manifest_path}: damaged manifest ({type(e).__name__}: {e}); prepare the store again") \
+            from None
+    return manifest
+
+
+def check_key(path: Path, manifest: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """A :class:`StoreError` naming the first difference when the store at ``path`` has another key."""
+    difference = key_difference(manifest["key"], wanted)
+    if difference is not None:
+        raise StoreError(f"{path}: this store was prepared from other data or settings ({difference}); "
+                         f"prepare it again with `agentsum prepare --force`, or set data.store_dir to another "
+                         f"directory")
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def check_files(root: Path, files: dict[str, dict[str, int]], *, verify: bool) -> None:
+    """Every file of the manifest is there with its size (and, with ``verify``, its CRC-32)."""
+    for name, expected in files.items():
+        path = root / name
+        if not path.is_file():
+            raise StoreError(f"{path}: missing from the store; prepare it again")
+        size = path.stat().st_size
+        if size != expected["bytes"]:
+            raise StoreError(f"{path}: {size} bytes, the manifest says {expected['bytes']} (truncated or "
+                             f"damaged); prepare the store again")
+        if verify and _crc32(path) != expected["crc32"]:
+            raise StoreError(f"{path}: checksum mismatch (the file is damaged); prepare the store again")
+
+
+# ---------------------------------------------------------------------------------------- preparing
+
+_worker_cfg: DataConfig | None = None
+_worker_language = None
+
+
+def _init_worker(cfg: DataConfig) -> None:
+    global _worker_cfg, _worker_language
+    _worker_cfg, _worker_language = cfg, text_processor(cfg)
+
+
+def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """Tokenize a chunk of (id, article, summary) rows; token ids index the chunk's own type list, so
+    the parent maps a few thousand strings, not every token."""
+    cfg, language = _worker_cfg, _worker_language
+    local: dict[str, int] = {}
+    article, summary, agent_lengths, ids, references = [], [], [], [], []
+    dropped = 0
+    for doc_id, text, target in rows:
+        doc = prepare(Example(doc_id, text, target, ""), cfg, language)
+        if not any(doc.agents):  # nothing to encode, as prepare_all(drop_empty=True)
+            dropped += 1
+            continue
+        for chunk in doc.agents:
+            article.extend(local.setdefault(t, len(local)) for t in chunk)
+        summary.append([local.setdefault(t, len(local)) for t in doc.summary])
+        agent_lengths.append([len(chunk) for chunk in doc.agents])
+        ids.append(doc.id)
+        references.append(doc.reference)
+    return {"types": list(local), "article": np.asarray(article, dtype=np.int32),
+            "summary_lengths": np.asarray([len(s) for s in summary], dtype=np.int64),
+            "summary": np.asarray([t for s in summary for t in s], dtype=np.int32),
+            "agent_lengths": np.asarray(agent_lengths, dtype=np.int32).reshape(len(ids), cfg.agents),
+            "ids": ids, "references": references, "dropped": dropped}
+
+
+def _chunks(examples: Iterator[Example], size: int) -> Iterator[list[tuple[str, str, str]]]:
+    chunk: list[tuple[str, str, str]] = []
+    for ex in examples:
+        chunk.append((ex.id, ex.article, ex.summary))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def estimate_rows(spec: str) -> int | None:
+    """Lines of a plain line-oriented corpus file (a fast byte count), for the progress line's ETA;
+    None when that says nothing (directories, JSON arrays, compressed files, ``hf:``)."""
+    path = Path(spec)
+    if spec.startswith("hf:") or not path.is_file() or path.suffix in (".gz", ".json", ".story", ".txt"):
+        return None
+    lines = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 24):
+            lines += block.count(b"\n")
+    return lines
+
+
+class Progress:
+    """Documents/s and ETA on stderr, rewritten in place on a terminal, a line every 10 s otherwise."""
+
+    def __init__(self, label: str, total: int | None, enabled: bool = True, every: float = 10.0):
+        self.label, self.total, self.enabled = label, total, enabled
+        self.started = self.shown = time.perf_counter()
+        self.live = sys.stderr.isatty()
+        self.every = 0.5 if self.live else every
+
+    def line(self, done: int) -> str:
+        elapsed = time.perf_counter() - self.started
+        rate = done / max(elapsed, 1e-9)
+        text = f"{self.label}: {done:,}"
+        if self.total:
+            left = max(self.total - done, 0) / max(rate, 1e-9)
+            text += f"/{self.total:,} documents ({100 * done / self.total:.0f}%), {rate:,.0f} docs/s, ETA {left:.0f}s"
+        else:
+            text += f" documents, {rate:,.0f} docs/s"
+        return text
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (not final and now - self.shown < self.every):
+            return
+        self.shown = now
+        print(("\r" if self.live else "") + self.line(done), end="\n" if (final or not self.live) else "",
+              file=sys.stderr, flush=True)
+
+
+def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, workers: int | None = None,
+                  warn: Callable[[str], None] | None = None, progress: bool = True) -> CorpusStore:
+    """Read ``source`` once and write its store at ``path`` (replacing what is there); see the module
+    docstring. Memory stays bounded: chunks stream through the workers and are written as they return."""
+    pa = _pyarrow()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = store_key(source, cfg)
+    workers = workers or default_workers()
+    _remove_debris(path)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    tmp.mkdir()
+    started = time.perf_counter()
+    stats = ReadStats()
+    examples = sources.iter_examples(source.path, start=source.start, end=source.end, article_field=cfg.article_field,
+                                     summary_field=cfg.summary_field, id_field=cfg.id_field, skip_bad=cfg.skip_bad,
+                                     min_human_label=cfg.min_human_label, stats=stats)
+    total = estimate_rows(source.path)
+    if total is not None:
+        total = max(0, min(total, source.end if source.end is not None and source.end >= 0 else total)
+                    - max(source.start or 0, 0))
+    shown = Progress(f"preparing {source.path}", total, enabled=progress)
+    schema = pa.schema([("id", pa.string()), ("article", pa.list_(pa.int32())),
+                        ("agent_lengths", pa.list_(pa.int32(), cfg.agents)), ("summary", pa.list_(pa.int32())),
+                        ("reference", pa.string())])
+    type_index: dict[str, int] = {}
+    counts = np.zeros(1 << 16, dtype=np.int64)
+    kept = dropped = 0
+    provisional = tmp / "provisional.arrow"
+    try:
+        with _pool(cfg, workers) as run, pa.OSFile(str(provisional), "wb") as sink, \
+                pa.ipc.new_file(sink, schema) as writer:
+            for part in run(_chunks(examples, CHUNK)):
+                lut = np.fromiter((type_index.setdefault(t, len(type_index)) for t in part["types"]),
+                                  dtype=np.int32, count=len(part["types"]))
+                if len(type_index) > counts.size:
+                    counts = np.concatenate([counts, np.zeros(max(counts.size, len(type_index) - counts.size),
+                                                              dtype=np.int64)])
+                article, summary = lut[part["article"]], lut[part["summary"]]
+                counts[: len(type_index)] += np.bincount(article, minlength=len(type_index))[: len(type_index)]
+                counts[: len(type_index)] += np.bincount(summary, minlength=len(type_index))[: len(type_index)]
+                writer.write_batch(_record_batch(pa, schema, part, article, summary, cfg.agents))
+                kept += len(part["ids"])
+                dropped += part["dropped"]
+                shown.update(kept + dropped)
+        shown.update(kept + dropped, final=True)
+        if kept == 0:
+            raise DataError(sources.no_examples(source.path, source.start, source.end, stats)
+                            + (f"; {dropped} documents had no tokens" if dropped else ""))
+        # Final ids: types by descending count, ties alphabetical (Vocabulary.build's order).
+        types = list(type_index)
+        order = sorted(range(len(types)), key=lambda i: (-counts[i], types[i]))
+        rank = np.empty(len(types), dtype=np.int32)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(types), dtype=np.int32)
+        _renumber(pa, provisional, tmp / DOCUMENTS, rank)
+        provisional.unlink()
+        type_table = pa.table({"token": pa.array([types[i] for i in order], pa.string()),
+                               "count": pa.array(counts[np.asarray(order, dtype=np.int64)], pa.int64())})
+        with pa.OSFile(str(tmp / TYPES), "wb") as sink, pa.ipc.new_file(sink, type_table.schema) as writer:
+            writer.write_table(type_table)
+        seconds = time.perf_counter() - started
+        manifest = {"key": key, "documents": kept, "dropped_empty": dropped, "skipped_bad": stats.skipped,
+                    "types": len(types), "tokens": int(counts.sum()), "agents": cfg.agents,
+                    "prepare_seconds": round(seconds, 2), "workers": workers,
+                    "files": {name: {"bytes": (tmp / name).stat().st_size, "crc32": _crc32(tmp / name)}
+                              for name in (DOCUMENTS, TYPES)}}
+        for name in (DOCUMENTS, TYPES):
+            _fsync(tmp / name)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        _fsync(tmp / MANIFEST)
+        _replace_dir(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    report = stats.report(source.path)
+    if report is not None and warn is not None:
+        warn(report)
+    if warn is not None:
+        warn(f"prepared {kept:,} documents ({len(types):,} token types) from {source.path} in {seconds:.1f}s "
+             f"({(kept + dropped) / max(seconds, 1e-9):,.0f} docs/s, {workers} worker(s)) into {path}")
+    return CorpusStore(path, verify=False)
+
+
+def _record_batch(pa, schema, part: dict[str, Any], article: np.ndarray, summary: np.ndarray, agents: int):
+    n = len(part["ids"])
+    article_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(part["agent_lengths"].sum(axis=1), out=article_offsets[1:])
+    summary_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(part["summary_lengths"], out=summary_offsets[1:])
+    return pa.record_batch([
+        pa.array(part["ids"], pa.string()),
+        pa.ListArray.from_arrays(pa.array(article_offsets), pa.array(article, pa.int32())),
+        pa.FixedSizeListArray.from_arrays(pa.array(part["agent_lengths"].ravel(), pa.int32()), agents),
+        pa.ListArray.from_arrays(pa.array(summary_offsets), pa.array(summary, pa.int32())),
+        pa.array(part["references"], pa.string()),
+    ], schema=schema)
+
+
+def _renumber(pa, source: Path, target: Path, rank: np.ndarray) -> None:
+    """Rewrite the provisional (first-seen) token ids as final (frequency-ranked) ids, batch by batch."""
+    reader = pa.ipc.open_file(pa.memory_map(str(source), "r"))
+    with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
+        for k in range(reader.num_record_batches):
+            batch = reader.get_batch(k)
+            columns = []
+            for name in reader.schema.names:
+                column = batch.column(name)
+                if name in ("article", "summary"):
+                    values = rank[column.values.to_numpy()]
+                    column = pa.ListArray.from_arrays(column.offsets, pa.array(values, pa.int32()))
+                columns.append(column)
+            writer.write_batch(pa.record_batch(columns, schema=reader.schema))
+
+
+class _pool:
+    """``run(chunks)`` yields prepared chunks in order: in worker processes, or in this one for one worker."""
+
+    def __init__(self, cfg: DataConfig, workers: int):
+        self.cfg, self.workers, self.pool = cfg, workers, None
+
+    def __enter__(self):
+        if self.workers <= 1:
+            _init_worker(self.cfg)
+            return lambda chunks: map(_prepare_chunk, chunks)
+        # fork: workers start at once and inherit the imported modules; they never touch torch.
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.pool = context.Pool(self.workers, initializer=_init_worker, initargs=(self.cfg,))
+        return lambda chunks: self.pool.imap(_prepare_chunk, chunks)
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            if exc[0] is None:
+                self.pool.close()
+            else:
+                self.pool.terminate()
+            self.pool.join()
+        return False
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _replace_dir(tmp: Path, path: Path) -> None:
+    """Move the complete store into place (an existing one at ``path`` is replaced)."""
+    if path.exists():
+        trash = path.parent / f".{path.name}.old-{os.getpid()}"
+        os.rename(path, trash)
+        os.rename(tmp, path)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(tmp, path)
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _remove_debris(path: Path) -> None:
+    """Temporary directories left by killed prepares of this store (called under its lock)."""
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    for stale in path.parent.glob(f".{path.name}.old-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+class _lock:
+    """An exclusive lock on ``.NAME.lock`` beside the store, held while it is checked or prepared."""
+
+    def __init__(self, path: Path):
+        self.file = path.parent / f".{path.name}.lock"
+
+    def __enter__(self):
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.file, "a+")
+        fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.handle.fileno(), fcntl.LOCK_UN)
+        self.handle.close()
+        return False
+
+
+def open_or_prepare(source: DataSource, cfg: DataConfig, path: str | Path, *, workers: int | None = None,
+                    force: bool = False, warn: Callable[[str], None] | None = None, progress: bool = True,
+                    verify: bool = True) -> CorpusStore:
+    """The store of ``source`` at ``path``: opened when its key matches, prepared when missing (or with
+    ``force``), refused (:class:`StoreError`) when it was prepared from other data or settings.
+    Processes calling this together serialise on a file lock: one prepares, the rest open its result."""
+    path = Path(path)
+    wanted = store_key(source, cfg)
+    with _lock(path):
+        if force or not (path / MANIFEST).is_file():
+            if warn is not None:
+                warn(f"preparing a corpus store for {source.path} at {path}")
+            return prepare_store(source, cfg, path, workers=workers, warn=warn, progress=progress)
+        check_key(path, read_manifest(path), wanted)  # before the checksums: a store of other data is not read
+        return CorpusStore(path, verify=verify)
