@@ -125,6 +125,19 @@ class DecoderState:
                             None if self.coverage is None else self.coverage.index_select(0, index))
 
 
+def float32_lstm(lstm: nn.LSTM, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None):
+    """``lstm(x, state)`` in float32, outside autocast.
+
+    Under CUDA autocast the cuDNN LSTM runs in float16 whatever the autocast dtype, and training
+    uses no GradScaler (bf16 needs none), so its gradients could underflow; on CPUs without
+    AVX512-BF16 / AMX oneDNN has no bf16 LSTM kernel at all. The LSTMs therefore always run in
+    float32 (TF32 on CUDA, see ``agentsum.devices.use_tf32``); the layers around them still follow
+    autocast.
+    """
+    with torch.autocast(x.device.type, enabled=False):
+        return lstm(x.float(), None if state is None else tuple(h.float() for h in state))
+
+
 class BiLSTMLayer(nn.Module):
     """bLSTM over every agent's tokens in one call, followed by W[h_fwd, h_bwd] (eq 1-2, 3-5).
 
@@ -151,8 +164,8 @@ class BiLSTMLayer(nn.Module):
         real = pos < length  # (N, S)
         # position s of the reversed sequence holds token len-1-s; padding stays in place
         flip = torch.where(real, length - 1 - pos, pos).unsqueeze(-1)  # (N, S, 1), its own inverse
-        fwd, _ = self.forward_lstm(x)
-        bwd, _ = self.backward_lstm(x.gather(1, flip.expand(N, S, D)))
+        fwd, _ = float32_lstm(self.forward_lstm, x)
+        bwd, _ = float32_lstm(self.backward_lstm, x.gather(1, flip.expand(N, S, D)))
         bwd = bwd.gather(1, flip.expand(N, S, bwd.size(-1)))
         out = self.proj(torch.cat([fwd, bwd], dim=-1) * real.unsqueeze(-1))
         if not ends:
@@ -319,19 +332,22 @@ class DCA(nn.Module):
         # P_voc logits = out_vocab(hidden), (B, T, V): computed by the distribution when needed,
         # so training runs the (large) output layer on real target positions only
 
+        # The switches' logits are summed and squashed in float32: a bf16 sigmoid (autocast) is
+        # exactly 1.0 for logits above about 6.2, which zeroes the copy weight and its gradient.
         gen_weight = copy_weight = None
         pointer = self.config.pointer
         if pointer == "multi":
             # eq (14): p^t_a = sigma(v5 c^t_a + v6 s_t + v7 y_t + b), one per agent
-            p = torch.sigmoid(self.gen_context(context).squeeze(-1)
-                              + (self.gen_state(s) + self.gen_input(y)))  # (B, T, A)
+            p = torch.sigmoid(self.gen_context(context).float().squeeze(-1)
+                              + (self.gen_state(s).float() + self.gen_input(y).float()))  # (B, T, A)
             # eq (15)-(16): P = sum_a g_a (p_a P_voc + (1 - p_a) u_a)
             gen_weight = (agent_attn * p).sum(-1)  # (B, T)
             copy_weight = ((agent_attn * (1 - p)).unsqueeze(-1) * word_attn).reshape(B, T, A * S)
         elif pointer == "single":
             # See et al. (2017): one p_gen from c*_t, and the copy distribution is the cascaded
             # attention g_a l_{a,i} over the whole document.
-            p = torch.sigmoid(self.gen_context(agent_context) + self.gen_state(s) + self.gen_input(y)).squeeze(-1)
+            p = torch.sigmoid(self.gen_context(agent_context).float() + self.gen_state(s).float()
+                              + self.gen_input(y).float()).squeeze(-1)
             gen_weight = p
             copy_weight = ((1 - p).view(B, T, 1, 1) * agent_attn.unsqueeze(-1) * word_attn).reshape(B, T, A * S)
         dist = CopyDistribution(None, gen_weight, copy_weight, enc.src_ext_ids, enc.n_ext,
@@ -385,7 +401,7 @@ class DCA(nn.Module):
         state = self.init_state(enc)
         y = self.input_embedding(batch.tgt_in)  # (B, T, E)
         # The decoder LSTM reads only the previous words, so all T steps run in one call.
-        s, _ = self.decoder(y, (state.hidden, state.cell))  # (B, T, H)
+        s, _ = float32_lstm(self.decoder, y, (state.hidden, state.cell))  # (B, T, H)
         dist, attention, _, _, coverage_loss = self._attend(enc, s, y, None)
         return DecoderOutput(dist, attention, s, coverage_loss)
 
@@ -401,7 +417,7 @@ class DCA(nn.Module):
         """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
         (N, 1, ...) and the decoder state s_t (N, H): everything :meth:`step` condenses."""
         y = self.input_embedding(input_ids).unsqueeze(1)  # (N, 1, E)
-        s, (hidden, cell) = self.decoder(y, (state.hidden, state.cell))  # (N, 1, H)
+        s, (hidden, cell) = float32_lstm(self.decoder, y, (state.hidden, state.cell))  # (N, 1, H)
         dist, attention, context, coverage, _ = self._attend(enc, s, y, state.context.unsqueeze(1), state.coverage)
         return dist, DecoderState(hidden, cell, context.squeeze(1), coverage), attention, s.squeeze(1)
 

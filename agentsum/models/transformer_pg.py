@@ -309,7 +309,8 @@ class TransformerPG(nn.Module):
         mask = batch.src_mask.reshape(B, A * S)  # (B, L)
         # positions count real tokens, so padding inside the flattened agents does not shift them
         pos = (mask.long().cumsum(1) - 1).clamp_min(0)  # (B, L)
-        self._check_positions(int(pos.max()) + 1 if pos.numel() else 0)
+        # the longest source, counted in the batch's host-side tokens: no wait for the device
+        self._check_positions(max((sum(map(len, agents)) for agents in batch.src_tokens), default=0))
         x = self.dropout(self.src_embedding(src) * math.sqrt(self.config.d_model) + self.positions[pos])  # (B, L, D)
         for layer in self.encoder:
             x = layer(x, mask)
@@ -399,7 +400,9 @@ class TransformerPG(nn.Module):
         gen_weight = copy_weight = None
         if self.config.pointer:
             s_prev = torch.cat([state.prev_s.unsqueeze(1), s[:, :-1]], dim=1)  # S_{t-1}, (B, T, D)
-            p_gen = torch.sigmoid(self.gen(torch.cat([s_prev, s, a], dim=-1))).squeeze(-1)  # (B, T)
+            # the sigmoid in float32: in bf16 (autocast) it is exactly 1.0 for logits above about 6.2,
+            # which zeroes the copy weight and its gradient
+            p_gen = torch.sigmoid(self.gen(torch.cat([s_prev, s, a], dim=-1)).float()).squeeze(-1)  # (B, T)
             has_source = enc.mask.any(-1, keepdim=True)  # (B, 1): nothing to copy from an empty source
             gen_weight = torch.where(has_source, p_gen, torch.ones_like(p_gen))
             copy_weight = (1 - gen_weight).unsqueeze(-1) * alpha  # (B, T, L)

@@ -327,3 +327,50 @@ def test_agent_state_options_are_checked():
         DCAConfig(vocab_size=V, agent_state="first")
     with pytest.raises(ValueError, match="model.init_state"):
         DCAConfig(vocab_size=V, init_state="sum")
+
+
+def _lstm_output_dtypes(model: DCA) -> list[torch.dtype]:
+    """Record the output dtype of every LSTM call of ``model`` (forward hooks)."""
+    seen = []
+    for lstm in [m for m in model.modules() if isinstance(m, torch.nn.LSTM)]:
+        lstm.register_forward_hook(lambda module, args, out: seen.append(out[0].dtype))
+    return seen
+
+
+def test_lstms_run_in_float32_under_bf16_autocast_and_gradients_reach_them():
+    """CUDA autocast would run cuDNN's LSTM in float16 (no GradScaler: gradients could underflow)
+    and oneDNN has no bf16 LSTM on CPUs without AVX512-BF16 / AMX: every LSTM runs in float32."""
+    model = tiny_model(pointer="multi", contextual_agent_attention=True).train()
+    seen = _lstm_output_dtypes(model)
+    batch = batch_of([0, 1, 2])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = MLE()(model, batch)
+        enc = model.encode(batch)
+        model.step(enc, model.init_state(enc), torch.full((3,), BOS_ID))  # the decoder one step at a time
+    # encoder: local + 2 contextual layers, two directions each; the decoder teacher-forced and in one step
+    assert seen == [torch.float32] * (2 * 3 + 1 + 2 * 3 + 1)
+    loss.backward()
+    lstm_grads = [p.grad for m in model.modules() if isinstance(m, torch.nn.LSTM) for p in m.parameters()]
+    assert all(g is not None and g.dtype == torch.float32 and g.abs().sum() > 0 for g in lstm_grads)
+    # the layers around the LSTMs still follow autocast
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert model.encode(batch).keys.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("pointer", ["single", "multi"])
+def test_the_copy_switch_stays_below_one_under_bf16_autocast(pointer):
+    """A logit of 7 gives p_gen = sigmoid(7) = 0.99909; a bf16 sigmoid rounds it to exactly 1.0,
+    which would zero the copy weight and its gradient. The switch is computed in float32."""
+    assert torch.sigmoid(torch.tensor(7.0, dtype=torch.bfloat16)) == 1.0  # what the float32 sigmoid avoids
+    model = tiny_model(pointer=pointer)
+    with torch.no_grad():
+        for layer in (model.gen_context, model.gen_state, model.gen_input):
+            layer.weight.zero_()
+        model.gen_context.bias.fill_(7.0)
+    batch = batch_of([0, 1, 2])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(batch)
+    # the copy mass: (1 - p) times the agent attention's sum (1 up to its bf16 rounding)
+    copied = out.dist.copy_weight.sum(-1)[batch.tgt_mask]
+    assert torch.allclose(copied.float(), torch.full_like(copied.float(), 1 - torch.sigmoid(torch.tensor(7.0)).item()),
+                          rtol=1e-2)

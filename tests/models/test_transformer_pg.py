@@ -356,3 +356,27 @@ def test_tiny_model_overfits_four_examples():
         hyp = search(model, batch, SearchConfig(beam_size=beam, max_length=10, block_trigrams=False))
         words = [VOCAB.decode(t, oov) for t, oov in zip(hyp.tokens, batch.oov_words)]
         assert words == SUMMARIES, f"beam {beam}"  # including the copied OOV words 新冠 and 武汉
+
+
+def test_p_gen_stays_below_one_under_bf16_autocast():
+    """A logit of 7 gives P_gen = sigmoid(7) = 0.99909; a bf16 sigmoid rounds it to exactly 1.0,
+    which would zero the copy weight and its gradient. P_gen is computed in float32."""
+    assert torch.sigmoid(torch.tensor(7.0, dtype=torch.bfloat16)) == 1.0  # what the float32 sigmoid avoids
+    model = tiny_model()
+    with torch.no_grad():
+        model.gen.weight.zero_()
+        model.gen.bias.fill_(7.0)
+    batch = batch_of([0, 1, 2, 3])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(batch)
+    p_gen = out.dist.gen_weight
+    assert p_gen.dtype == torch.float32
+    assert torch.allclose(p_gen, torch.full_like(p_gen, torch.sigmoid(torch.tensor(7.0)).item()))
+    assert torch.all(out.dist.copy_weight.sum(-1) > 0)
+
+
+def test_a_source_longer_than_max_positions_is_a_clear_error():
+    model = tiny_model(max_positions=7)
+    with pytest.raises(ValueError, match="sequence of 8 positions exceeds model.max_positions = 7"):
+        model.encode(batch_of([3]))  # 8 tokens
+    model.encode(batch_of([0, 2]))  # 7 tokens fit
