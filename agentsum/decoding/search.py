@@ -239,6 +239,15 @@ def _normalise(score_sum: torch.Tensor, n_steps: int, penalty: float) -> torch.T
     return score_sum / max(n_steps, 1) ** penalty
 
 
+def _split_rows(flags: torch.Tensor, n_true: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(indices where ``flags`` (N,) is False, indices where it is True), each in increasing order,
+    as ``(~flags).nonzero()`` and ``flags.nonzero()`` give them; ``n_true`` is already on the host,
+    so this waits for the device no further (a nonzero or a boolean-mask index would, on a GPU)."""
+    order = flags.to(torch.int8).argsort(stable=True)  # False rows first, each group in order
+    n_false = flags.numel() - n_true
+    return order[:n_false], order[n_false:]
+
+
 def _rows(docs: torch.Tensor, width: int) -> torch.Tensor:
     """Row indices of the `width` consecutive rows of each of the given documents."""
     return (docs.unsqueeze(1) * width + torch.arange(width, device=docs.device)).reshape(-1)
@@ -291,15 +300,16 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
 
         is_eos = tok == EOS_ID
         ended = is_eos | (t == T - 1)
-        if bool(ended.any()):
-            docs = active[ended]
-            out_tok[docs] = tok_buf[ended]
-            out_copy[docs] = copy_buf[ended]
-            out_attn[docs] = attn_buf[ended]
-            out_len[docs] = torch.where(is_eos[ended], t, t + 1)
-            out_score[docs] = _normalise(sums[ended], t + 1, config.length_penalty)
-            out_finished[docs] = is_eos[ended]
-            keep = (~ended).nonzero(as_tuple=True)[0]
+        n_ended = int(ended.sum())  # the step's one wait for the device
+        if n_ended:
+            keep, done = _split_rows(ended, n_ended)
+            docs = active[done]
+            out_tok[docs] = tok_buf[done]
+            out_copy[docs] = copy_buf[done]
+            out_attn[docs] = attn_buf[done]
+            out_len[docs] = torch.where(is_eos[done], t, t + 1)
+            out_score[docs] = _normalise(sums[done], t + 1, config.length_penalty)
+            out_finished[docs] = is_eos[done]
             if keep.numel() == 0:
                 break
             active, sums, tok, tok_buf, copy_buf, attn_buf = (
@@ -399,14 +409,24 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
 
         # --- finished candidates: EOS among the top K ranks, merged into the pool ----------
         new_fin = top_eos[:, :K] & torch.isfinite(top_score[:, :K])
-        if bool(new_fin.any()):
+        fin_score = torch.where(new_fin, _normalise(top_score[:, :K], t + 1, length_penalty), NEG_INF)
+        merged = torch.cat([pool_score[active], fin_score], dim=1)  # (n_live, 2K)
+        new_score, pick = merged.topk(K, dim=1)  # the pool's scores after the merge, with or without EOS
+
+        # --- live candidates: the best K non-EOS ones, in rank order ------------------------
+        keep = top_eos.to(torch.int8).sort(dim=1, stable=True).indices[:, :K]  # non-EOS first
+        live = top_score.gather(1, keep)
+        # early stopping: pool full (else its worst is -inf) and the best live hypothesis, normalised
+        # at its current length, no better than the pool's worst; live is sorted: column 0 is the best
+        done = _normalise(live[:, 0], t + 1, length_penalty) <= new_score[:, -1]
+        # the step's one wait for the device: did any EOS finish, and how many documents are done
+        any_fin, n_done = torch.stack([new_fin.any().long(), done.sum()]).tolist()
+
+        if any_fin:
             src = top_src[:, :K].reshape(-1)
-            fin_score = torch.where(new_fin, _normalise(top_score[:, :K], t + 1, length_penalty), NEG_INF)
             c_tok = tok_buf.index_select(0, src).view(n_live, K, T)  # column t (EOS) is still PAD
             c_copy = copy_buf.index_select(0, src).view(n_live, K, T)
             c_attn = attn_buf.index_select(0, src).view(n_live, K, T, A)
-            merged = torch.cat([pool_score[active], fin_score], dim=1)  # (n_live, 2K)
-            new_score, pick = merged.topk(K, dim=1)
             rows = torch.arange(n_live, device=device).unsqueeze(1)
             pool_score[active] = new_score
             pool_tok[active] = torch.cat([pool_tok[active], c_tok], 1)[rows, pick]
@@ -417,9 +437,6 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
             c_fin = torch.ones((n_live, K), dtype=torch.bool, device=device)
             pool_finished[active] = torch.cat([pool_finished[active], c_fin], 1)[rows, pick]
 
-        # --- live candidates: the best K non-EOS ones, in rank order ------------------------
-        keep = top_eos.to(torch.int8).sort(dim=1, stable=True).indices[:, :K]  # non-EOS first
-        live = top_score.gather(1, keep)
         new_tok = top_tok.gather(1, keep).reshape(-1)
         src = top_src.gather(1, keep).reshape(-1)
         tok_buf = tok_buf.index_select(0, src)
@@ -433,11 +450,9 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
 
         if t == T - 1:
             break
-        # --- early stopping and shrinking ---------------------------------------------------
-        best_live = _normalise(live[:, 0], t + 1, length_penalty)  # live is sorted: column 0 is the best
-        done = best_live <= pool_score[active][:, -1]  # pool not full => worst is -inf
-        if bool(done.any()):
-            keep_docs = (~done).nonzero(as_tuple=True)[0]
+        # --- shrinking: finished documents leave the working rows ---------------------------
+        if n_done:
+            keep_docs, _ = _split_rows(done, n_done)
             if keep_docs.numel() == 0:
                 active = keep_docs
                 break
@@ -527,15 +542,14 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=device)
     for t in range(T):
         log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov)
-        stuck = log_probs.max(dim=-1).values == NEG_INF
-        if bool(stuck.any()):
-            log_probs[stuck, EOS_ID] = 0.0
+        stuck = log_probs.max(dim=-1).values == NEG_INF  # every token forbidden: end the row
+        log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])  # no wait for the device
         sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
         chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
         chosen = chosen.masked_fill(done, PAD_ID)
         tokens[:, t] = chosen
         done = done | (chosen == EOS_ID)
-        if bool(done.all()):
+        if bool(done.all()):  # the step's one wait for the device
             break
         inputs = chosen.masked_fill(done, EOS_ID)
     return tokens[:B], tokens[B:]
