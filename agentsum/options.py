@@ -45,6 +45,14 @@ def data_settings(args, data_config):
                                skip_bad=data_config.skip_bad or getattr(args, "skip_bad", False))
 
 
+DEVICE_HELP = "where the model runs: auto (a GPU where one is present, else the CPU; default), cpu or cuda"
+
+
+def add_device_option(p: argparse.ArgumentParser) -> None:
+    """--device auto|cpu|cuda (default auto), resolved by :func:`agentsum.devices.choose_device`."""
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help=DEVICE_HELP)
+
+
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --no-block-trigrams, --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")

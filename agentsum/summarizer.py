@@ -10,7 +10,9 @@
 
 Summaries come back as text a person reads (cased from the input, detokenized; ``raw=True`` gives
 the model's lower-cased tokens joined by spaces, the form ROUGE scores). Decoding settings default to
-the checkpoint's ``search`` section. The model runs on the CPU unless ``device`` says otherwise.
+the checkpoint's ``search`` section. ``device`` is where the model runs: ``"auto"`` (the default: a
+GPU where one is present, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``
+(:func:`agentsum.devices.choose_device`, as ``train.device`` and every command's ``--device``).
 
 Load -> prepare -> search -> words is written here once: ``agentsum summarize``, ``evaluate``,
 ``analyze``, the HTTP service and validation during training all decode through a Summarizer
@@ -34,6 +36,7 @@ from agentsum.data.records import DataError
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import Hypotheses, SearchConfig, search
+from agentsum.devices import choose_device
 from agentsum.models.base import SummarizationModel
 from agentsum import checkpoint as checkpoints
 
@@ -45,9 +48,10 @@ class Summarizer:
     provenance); language: the text processor of ``config.data``.
     """
 
-    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu"):
+    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "auto"):
+        resolved = choose_device(device, setting="device")  # before loading: a bad device fails fast
         self.checkpoint: Path | None = Path(checkpoint) if checkpoint is not None else checkpoints.default_checkpoint()
-        model, vocab, config, metadata = checkpoints.load_model(self.checkpoint, device)
+        model, vocab, config, metadata = checkpoints.load_model(self.checkpoint, resolved)
         self._hold(model, vocab, config, metadata)
 
     @classmethod
@@ -63,6 +67,11 @@ class Summarizer:
     def _hold(self, model, vocab: Vocabulary, config: Config, metadata: dict) -> None:
         self.model, self.vocab, self.config, self.metadata = model, vocab, config, metadata
         self.language = text_processor(config.data)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are (batches are moved there to be decoded)."""
+        return next(self.model.parameters()).device
 
     # ------------------------------------------------------------------------------ prepare
     def prepare(self, texts: Sequence[str], origin: str = "texts") -> list[Document]:
@@ -84,7 +93,7 @@ class Summarizer:
     def decode_batch(self, batch: Batch, search_config: SearchConfig) -> tuple[Hypotheses, list[list[str]]]:
         """Search one batch (moved to the model's device) and read every best hypothesis as words
         (OOV ids and, with ``search_config.unk_replace``, UNK replaced: :func:`~agentsum.decoding.copying.to_words`)."""
-        batch = batch.to(next(self.model.parameters()).device)
+        batch = batch.to(self.device)
         hyps = search(self.model, batch, search_config)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, self.vocab, unk_replace=search_config.unk_replace)
         return hyps, words
@@ -145,4 +154,4 @@ class Summarizer:
         return texts, tokens
 
     def __repr__(self) -> str:
-        return f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')})"
+        return f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')}, device={str(self.device)!r})"

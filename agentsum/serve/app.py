@@ -5,7 +5,7 @@ Endpoints (JSON; errors are ``{"error": message}``, validation errors add ``erro
 * ``POST /v1/summarize``: ``{"text": str}`` or ``{"texts": [str, ...]}`` plus optional ``beam_size``,
   ``max_length``, ``min_length``, ``block_trigrams`` and ``attention``; returns one summary per text.
 * ``GET /v1/model``: configuration, vocabulary size, training step, validation selection, parameter
-  count, limits and batching counters.
+  count, the device the model runs on, limits and batching counters.
 * ``GET /health``: ``{"status": "ok"}``.
 * ``GET /openapi.json``: the OpenAPI schema. ``/docs`` is a plain offline page listing the endpoints
   (:mod:`agentsum.serve.page`).
@@ -51,6 +51,7 @@ from agentsum.serve.page import add_page
 from agentsum.serve.schemas import (ERROR_RESPONSES, MAX_BEAM, MAX_LENGTH, RequestError, SummarizeRequest,
                                     SummarizeResponse)
 from agentsum.checkpoint import default_checkpoint
+from agentsum.devices import use_tf32
 
 __all__ = ["background_server", "create_app", "run"]
 
@@ -193,17 +194,19 @@ def _validation_errors(exc: RequestValidationError, content_type: str) -> tuple[
 
 def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, max_batch: int = 16,
                batch_wait_ms: float = 10, max_texts: int = 64, threads: int | None = None,
-               max_pending: int = 1024) -> FastAPI:
+               max_pending: int = 1024, device: str = "auto") -> FastAPI:
     """A FastAPI app serving the checkpoint (loaded here, once).
 
     max_body_bytes: larger request bodies get 413.      max_batch: documents decoded together at most.
     batch_wait_ms:  how long a document waits for companions before its batch runs.
     max_texts:      texts per request at most.          threads: torch CPU threads for the model thread.
     max_pending:    documents waiting at most (beyond: 503).
+    device:         where the model runs: auto (a GPU where one is present), cpu or cuda.
     """
     if max_batch < 1 or max_texts < 1 or max_body_bytes < 1 or batch_wait_ms < 0 or max_pending < 1:
         raise ValueError("max_batch, max_texts, max_body_bytes, max_pending must be >= 1 and batch_wait_ms >= 0")
-    served = ServedModel(checkpoint_path)
+    served = ServedModel(checkpoint_path, device)
+    use_tf32(served.summarizer.device)
     if threads:
         torch.set_num_threads(threads)
 
@@ -213,8 +216,8 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
 
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsum-model", initializer=_init_thread)
     batcher = Batcher(served.infer, max_batch, batch_wait_ms / 1000, executor, max(max_pending, max_texts))
-    log.info("loaded %s (step %s, %s parameters) in %.1f s", served.path, served.step,
-             f"{served.parameters:,}", served.load_seconds)
+    log.info("loaded %s (step %s, %s parameters) on %s in %.1f s", served.path, served.step,
+             f"{served.parameters:,}", served.summarizer.device, served.load_seconds)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -300,6 +303,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             "step": served.step,
             "selection": {"metric": served.selection.get("metric"), "value": _finite(served.selection.get("best"))},
             "parameters": served.parameters,
+            "device": str(served.summarizer.device),
             "search_defaults": dataclasses.asdict(config.search),
             "config": _public_config(config),
             "limits": app.state.limits,
@@ -344,7 +348,8 @@ def run(args) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(levelname)s: %(message)s")
     threads = getattr(args, "serve_threads", None) or getattr(args, "threads", None)
     app = create_app(args.checkpoint or default_checkpoint(), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
-                     batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads)
+                     batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads,
+                     device=getattr(args, "device", "auto"))
     log.info("web page and API on http://%s:%d/ (schema: /openapi.json)", args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0

@@ -34,10 +34,10 @@ class ServedModel:
     selection, parameters and load_seconds describe it for ``/v1/model`` and the log.
     """
 
-    def __init__(self, checkpoint_path: str | Path):
+    def __init__(self, checkpoint_path: str | Path, device: str | torch.device = "auto"):
         started = time.perf_counter()
         self.path = Path(checkpoint_path)
-        self.summarizer = Summarizer(self.path)
+        self.summarizer = Summarizer(self.path, device)
         metadata = self.summarizer.metadata
         self.step: int | None = metadata.get("step")
         self.selection: dict = dict(metadata.get("selection") or {})
@@ -74,7 +74,8 @@ class ServedModel:
     @torch.no_grad()
     def infer(self, docs: Sequence[Document], config: SearchConfig, attention: bool) -> list[dict]:
         """Summaries of ``docs`` decoded as one batch; with ``attention``, the attention payloads too."""
-        batch = to_batch(docs, self.summarizer.vocab, with_targets=False)
+        # on the model's device once: search and the attention re-run read the same batch
+        batch = to_batch(docs, self.summarizer.vocab, with_targets=False).to(self.summarizer.device)
         hyps, words = self.summarizer.decode_batch(batch, config)
         payloads = self.attention(batch, hyps.tokens, docs) if attention else [None] * len(docs)
         results = []
@@ -94,9 +95,10 @@ class ServedModel:
         return results
 
     def attention(self, batch, token_ids: list[list[int]], docs: Sequence[Document], k: int = TOP_K) -> list[dict]:
-        """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run)."""
+        """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run).
+        ``batch`` is on the model's device; the generated ids are put there too."""
         B, A, S = batch.src_ids.shape
-        out = self.summarizer.model(teacher_forced(batch, padded_ids(token_ids)))
+        out = self.summarizer.model(teacher_forced(batch, padded_ids(token_ids, batch.src_ids.device)))
         agent = out.attention.agent.float()  # (B, T, A)
         top_w, top_i = cascaded_attention(out.attention.word, agent).topk(min(k, A * S), dim=-1)  # (B, T, k)
         agent_l, top_w_l, top_i_l = agent.tolist(), top_w.tolist(), top_i.tolist()

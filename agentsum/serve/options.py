@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from agentsum.options import add_device_option
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", help="a .pt checkpoint written by `agentsum train` or `agentsum export` "
@@ -16,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-wait-ms", type=float, default=10,
                    help="how long a document waits for others to batch with (default 10; 0 = no wait)")
     p.add_argument("--max-texts", type=int, default=64, help="texts per request at most (default 64)")
+    add_device_option(p)
     p.add_argument("--threads", dest="serve_threads", type=int, metavar="N",
                    help="torch CPU threads for the model (default: torch's choice)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])

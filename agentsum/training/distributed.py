@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+
+from agentsum.devices import choose_device
 
 
 @dataclass(frozen=True)
@@ -42,28 +45,23 @@ class DistContext:
             dist.barrier()
 
 
-def choose_device(preference: str, local_rank: int) -> torch.device:
-    if preference == "auto":
-        preference = "cuda" if torch.cuda.is_available() else "cpu"
-    if preference == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("train.device is cuda but no GPU is available")
-        return torch.device("cuda", local_rank)
-    if preference != "cpu":
-        raise ValueError(f"train.device must be auto, cpu or cuda, got {preference!r}")
-    return torch.device("cpu")
+def setup(device_preference: str = "auto", timeout_minutes: float = 60) -> DistContext:
+    """Join the process group when launched by torchrun with more than one process.
 
-
-def setup(device_preference: str = "auto") -> DistContext:
-    """Join the process group when launched by torchrun with more than one process."""
+    ``timeout_minutes`` bounds how long a collective (a barrier included) waits for the other
+    processes before the run fails. The other ranks wait in a barrier while rank 0 validates and
+    writes checkpoints (validation NLL, greedy ROUGE-L of ``train.valid_rouge_docs`` documents,
+    fsync'd saves): NCCL's default of 10 minutes would kill a run whose validation takes longer.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = choose_device(device_preference, local_rank)
+    device = choose_device(device_preference, local_rank, setting="train.device")
     if world > 1 and not dist.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo",
+                                timeout=timedelta(minutes=timeout_minutes))
     return DistContext(rank, world, local_rank, device)
 
 
@@ -72,7 +70,11 @@ def wrap(model: torch.nn.Module, ctx: DistContext) -> torch.nn.Module:
         return model
     from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
+    # broadcast_buffers=False: the models' only buffers are constants (the Transformer's sinusoidal
+    # positions) and neither has BatchNorm statistics, so re-sending rank 0's buffers before every
+    # forward would only cost a broadcast per step. Parameters are still made equal once, here.
+    return DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+                                   broadcast_buffers=False)
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -21,7 +21,7 @@ def app(tiny_run):
     from agentsum.serve.app import create_app
 
     return create_app(tiny_run["checkpoint"], max_body_bytes=MAX_BODY, max_batch=16, batch_wait_ms=50,
-                      max_texts=MAX_TEXTS)
+                      max_texts=MAX_TEXTS, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +250,7 @@ def test_model_info(client, tiny_run):
     assert info["selection"] == {"metric": state["selection"]["metric"], "value": state["selection"]["best"]}
     assert info["vocab_size"] == len(state["vocab"])
     assert info["parameters"] == sum(t.numel() for t in state["model"].values())
+    assert info["device"] == "cpu"  # the client fixture asks for the CPU
     assert info["agents"] == 3 and info["model_type"] == "dca" and info["language"] == "en"
     assert info["config"]["model"]["hidden_size"] == 16
     assert "train" not in info["config"]["data"] and "run_dir" not in info["config"]["train"]  # no server paths
@@ -382,3 +383,20 @@ def test_full_queue_answers_503(tiny_run):
         busy = next(r for r in results if r.status_code == 503)
         assert "busy" in busy.json()["error"] and busy.headers["retry-after"] == "1"
         assert httpx.get(url + "/v1/model").json()["batching"]["rejected_busy"] >= 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (scripts/gpu_check.sh serves on one too)")
+def test_attention_on_a_gpu_matches_the_cpu(tiny_run):
+    """Search and the attention re-run read one batch on the model's device."""
+    from agentsum.serve.model import ServedModel
+
+    texts = articles(2, seed=5)
+    results = {}
+    for device in ("cpu", "cuda"):
+        served = ServedModel(tiny_run["checkpoint"], device)
+        config = served.summarizer.search_config(min_length=8)
+        results[device] = served.infer(served.prepare(texts), config, attention=True)
+    for cpu, gpu in zip(results["cpu"], results["cuda"]):
+        assert gpu["tokens"] == cpu["tokens"]
+        for a, b in zip(cpu["attention"]["per_token"], gpu["attention"]["per_token"]):
+            assert b["agent"] == pytest.approx(a["agent"], abs=1e-3)
