@@ -547,3 +547,39 @@ def test_search_invariants_with_random_tiny_dca(case):
     config = SearchConfig(beam_size=beam, min_length=min_length, max_length=max_length, block_trigrams=True,
                           length_penalty=penalty)
     _check_hypotheses(search(model, batch, config), batch, config, len(SEARCH_VOCAB))
+
+
+# ------------------------------------------------------------------------------------------
+# Tokenizing by pieces (through a cache) is tokenizing the whole sentence
+# ------------------------------------------------------------------------------------------
+
+#: Pieces around the look-aheads that peek past whitespace: titles, months, states, company
+#: suffixes, initials, numbers and commas after a '.', clitics, quotes.
+LOOKAHEAD_PIECES = ["Mr.", "Dr.", "Jan.", "No.", "Pa.", "Calif.", "Inc.", "Co.", "J.", "F.", "U.S.", "a.m.",
+                    "5", "10", ",", "Kennedy", "said", "and", "'s", "don't", "''", "``", ".", "...", "x.",
+                    "cnn.com", "www.cnn.com.", "A", "b", "--"]
+
+
+def whole_sentence_tokens(sentence: str, lower: bool) -> list[str]:
+    """The tokenizer's regex over the whole cleaned sentence at once (the reference)."""
+    tokens = text._TOKEN_RE.findall(text._DOUBLE_QUOTE_RE.sub('"', text.clean_text(sentence)))
+    return [t.lower() if lower else t for t in tokens if t]
+
+
+@props(500)
+@given(st.lists(st.one_of(st.sampled_from(LOOKAHEAD_PIECES + MIXED_PIECES), st.text(max_size=8)), max_size=25),
+       st.lists(st.sampled_from([" ", "  ", "\t", "\u00a0", "\u3000", " \u2028 "]), min_size=1, max_size=3),
+       st.booleans())
+def test_tokenizing_by_pieces_is_tokenizing_the_whole_sentence(pieces, spaces, lower):
+    sentence = "".join(p + spaces[i % len(spaces)] for i, p in enumerate(pieces))
+    for _ in range(2):  # the second call is answered from the cache
+        assert text.tokenize(sentence, lower) == whole_sentence_tokens(sentence, lower)
+
+
+@props(300)
+@given(texts)
+def test_the_buffered_sentence_splitter_is_blingfire(line):
+    import blingfire
+
+    line = text.clean_text(line)
+    assert text._text_to_sentences(line) == blingfire.text_to_sentences(line)
