@@ -583,3 +583,9 @@ def test_the_buffered_sentence_splitter_is_blingfire(line):
 
     line = text.clean_text(line)
     assert text._text_to_sentences(line) == blingfire.text_to_sentences(line)
+
+
+@props(400)
+@given(st.one_of(texts, st.text(alphabet=st.characters(max_codepoint=127), max_size=200)))
+def test_clean_text_takes_a_short_path_for_ascii_with_the_same_result(raw):
+    assert text.clean_text(raw) == text._CONTROL_RE.sub("", raw.translate(text._CHAR_MAP))

@@ -84,6 +84,8 @@ _CONTROL_RE = re.compile(
     r"\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
     r"\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]"
 )
+#: The ASCII characters of _CONTROL_RE.
+_ASCII_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
 _DOUBLE_QUOTE_RE = re.compile(r"''")  # '' and `` (after mapping ` to ') are PTB-style double quotes
 
 
@@ -104,8 +106,16 @@ def clean_text(text: str) -> str:
     """Normalise quotes and drop control/format characters (NUL, zero-width space, soft hyphen).
 
     Line breaks and tabs survive as whitespace because paragraph breaks carry sentence boundaries.
+    ASCII text (``isascii`` is a flag, not a scan) takes a shorter path with the same result: of
+    the map only the backquote is ASCII, and of the control class only the ASCII controls.
     """
-    return _CONTROL_RE.sub("", text.translate(_CHAR_MAP))
+    if not text.isascii():
+        text = text.translate(_CHAR_MAP)
+        if not text.isascii():
+            return _CONTROL_RE.sub("", text)
+    else:
+        text = text.replace("`", "'")
+    return _ASCII_CONTROL_RE.sub("", text)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -119,7 +129,7 @@ def split_sentences(text: str) -> list[str]:
         line = line.strip()
         if not line:
             continue
-        sentences.extend(s.strip() for s in blingfire.text_to_sentences(line).split("\n") if s.strip())
+        sentences.extend(s.strip() for s in _text_to_sentences(line).split("\n") if s.strip())
     return sentences
 
 
