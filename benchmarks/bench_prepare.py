@@ -1,11 +1,11 @@
 """Preparation speed of CNN/DailyMail articles: the pipeline as it was against the pipeline as it is,
 interleaved in one run, on this process's CPU clock (the ratio is what to read on a noisy machine).
 
-As it was: every sentence of the whole article split (``blingfire.text_to_sentences``, a fresh
-buffer per call) and tokenized by the regex over the whole sentence, then truncated by the agent
-split. As it is (:func:`agentsum.data.dataset.prepare`): sentences split and tokenized only until
+As it was: every sentence of the whole article cleaned (character map and control class over
+every text), split (``blingfire.text_to_sentences``, a fresh buffer per call) and tokenized by the
+regex over the whole sentence, then truncated by the agent split. As it is (:func:`agentsum.data.dataset.prepare`): sentences split and tokenized only until
 the agents' token budget is full, tokenized by whitespace pieces through a cache, blingfire called
-into a reused buffer. Both give the same documents (checked here on every article).
+into a reused buffer, ASCII text cleaned by a short path. Both give the same documents (checked here on every article).
 
     python benchmarks/bench_prepare.py [--docs 2000] [--repeats 3]
 """
@@ -29,25 +29,33 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "cnndm" / "train_stories.jsonl"
 
 
+def old_clean(raw: str) -> str:
+    return text._CONTROL_RE.sub("", raw.translate(text._CHAR_MAP))
+
+
+def old_split(raw: str) -> list[str]:
+    sentences = []
+    for line in old_clean(raw).splitlines():
+        line = line.strip()
+        if line:
+            sentences.extend(s.strip() for s in blingfire.text_to_sentences(line).split("\n") if s.strip())
+    return sentences
+
+
 def old_tokenize(sentence: str, lower: bool) -> list[str]:
-    tokens = text._TOKEN_RE.findall(text._DOUBLE_QUOTE_RE.sub('"', text.clean_text(sentence)))
+    tokens = text._TOKEN_RE.findall(text._DOUBLE_QUOTE_RE.sub('"', old_clean(sentence)))
     return [t for t in ((t.lower() for t in tokens) if lower else tokens) if t]
 
 
 def old_article_sentences(article: str, lower: bool) -> list[list[str]]:
-    sentences = []
-    for line in text.clean_text(text.strip_source_prefix(article)).splitlines():
-        line = line.strip()
-        if line:
-            sentences.extend(s.strip() for s in blingfire.text_to_sentences(line).split("\n") if s.strip())
-    return [t for t in (old_tokenize(s, lower) for s in sentences) if t]
+    return [t for t in (old_tokenize(s, lower) for s in old_split(text.strip_source_prefix(article))) if t]
 
 
 def old_prepare(example, cfg) -> Document:
     summary = []
     for line in example.summary.splitlines():
         line = text._UPDATE_MARKER_RE.sub("", line)
-        for sentence in text.split_sentences(line):
+        for sentence in old_split(line):
             tokens = old_tokenize(sentence, cfg.lowercase)
             if tokens:
                 if not text._ends_sentence(tokens):
