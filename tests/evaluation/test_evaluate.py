@@ -72,3 +72,28 @@ def test_write_results_writes_predictions_and_scores(tmp_path):
     assert rows == [{"id": "a", "prediction": "first line\nsecond line", "reference": "ref one"},
                     {"id": "b", "prediction": "other", "reference": "ref two"}]
     assert json.loads((out / "scores.json").read_text(encoding="utf-8")) == scores
+
+
+def test_a_corpus_read_in_chunks_scores_as_the_whole_corpus_at_once(setup):
+    from agentsum.evaluation.evaluate import NoDocuments, evaluate_examples
+
+    summarizer, docs = setup
+    search = SearchConfig(beam_size=2, max_length=6)
+    examples = [Example(str(i), a, s, f"x:{i}") for i, (a, s) in enumerate(zip(ARTICLES, SUMMARIES))]
+    examples.insert(2, Example("empty", "\u200b", "Nothing.", "x:empty"))  # no tokens: left out, as in training
+    whole, scores = evaluate(summarizer, docs, search, batch_size=3)
+    consumed = []
+
+    def stream():
+        for e in examples:
+            consumed.append(e.id)
+            yield e
+
+    predictions, references, ids, chunked = evaluate_examples(summarizer, stream(), search, batch_size=3, chunk=2)
+    assert predictions == whole
+    assert ids == [d.id for d in docs] and references == [d.reference for d in docs]
+    assert {k: chunked[k] for k in ("rouge1", "rouge2", "rougeLsum")} == \
+        {k: scores[k] for k in ("rouge1", "rouge2", "rougeLsum")}
+    assert consumed == [e.id for e in examples]
+    with pytest.raises(NoDocuments):
+        evaluate_examples(summarizer, iter([]), search)
