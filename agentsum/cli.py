@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from agentsum.config import ConfigError, load_config, preset_names
-from agentsum.options import (CHECKPOINT_HELP, EPILOG_DATA, add_data_options, add_search_options, data_settings,
-                              data_source, progress, search_overrides, warn)
+from agentsum.options import (CHECKPOINT_HELP, EPILOG_DATA, add_data_options, add_device_option, add_search_options,
+                              data_settings, data_source, progress, search_overrides, warn)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsum", description="Deep Communicating Agents summarization toolkit.")
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true",
                    help="print the model's tokens (lower-cased, space-separated, as ROUGE scores them) instead of "
                         "text cased from the article and detokenized")
+    add_device_option(p)
     add_search_options(p)
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
+    add_device_option(p)
     add_search_options(p)
 
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
@@ -141,13 +143,22 @@ def _search_config(args, config):
     return dataclasses.replace(config.search, **search_overrides(args))
 
 
+def loaded_summarizer(args):
+    """The Summarizer of --checkpoint on --device, with the device's settings (TF32 on CUDA)."""
+    from agentsum.devices import choose_device, use_tf32
+    from agentsum.summarizer import Summarizer
+
+    device = choose_device(args.device, setting="--device")
+    use_tf32(device)
+    return Summarizer(args.checkpoint, device=device)
+
+
 def cmd_summarize(args) -> int:
     from agentsum.data.corpus import Example, read_text_file
     from agentsum.data.records import DataError
     from agentsum.data.sources import iter_examples
-    from agentsum.summarizer import Summarizer
 
-    summarizer = Summarizer(args.checkpoint)
+    summarizer = loaded_summarizer(args)
     if args.input.endswith(".jsonl"):
         # read and decoded 1,000 rows at a time, each chunk printed when done: memory holds one chunk
         from agentsum.data.store import estimate_rows
@@ -182,9 +193,8 @@ def cmd_evaluate(args) -> int:
     from agentsum.data.store import estimate_rows
     from agentsum.evaluation.evaluate import NoDocuments, evaluate_examples, write_results
     from agentsum.evaluation.rouge import format_rouge
-    from agentsum.summarizer import Summarizer
 
-    summarizer = Summarizer(args.checkpoint)
+    summarizer = loaded_summarizer(args)
     d = data_settings(args, summarizer.config.data)
     stats = ReadStats()
     # streamed: a chunk of documents at a time is prepared and decoded (bounded memory on any corpus)

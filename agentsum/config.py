@@ -76,6 +76,9 @@ class TrainConfig:
     batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
     accumulate: int = 1  # micro-batches per optimizer step (gradient accumulation)
     device: str = "auto"  # auto | cpu | cuda (torchrun: one GPU per process)
+    # how long a process waits for the others at a collective (a barrier while rank 0 validates and
+    # saves included) before the run fails; NCCL's own default is 10 minutes
+    dist_timeout_minutes: float = 60
     precision: str = "fp32"  # fp32 | bf16 (autocast; GPUs, and CPUs with AMX / AVX512-BF16)
     optimizer: str = "adam"  # adam (the paper) | adamw | sgd
     lr: float = 1e-3  # paper: 0.001 (Adam) for MLE

@@ -42,7 +42,7 @@ def test_every_device_option_offers_the_same_choices():
 
     assert CHOICES["train.device"] == devices.DEVICE_CHOICES
     parser = build_parser()
-    for command in (["serve"],):
+    for command in (["summarize"], ["evaluate", "--data", "x.jsonl"], ["serve"]):
         assert parser.parse_args(command).device == "auto"
         assert parser.parse_args([*command, "--device", "cuda"]).device == "cuda"
         with pytest.raises(SystemExit):
@@ -89,3 +89,12 @@ def test_summarizer_places_the_model_where_asked(tiny_run, monkeypatch):
     assert Summarizer(tiny_run["checkpoint"]).device == torch.device("cpu")  # auto without a GPU
     with pytest.raises(ValueError, match="device is cuda but no GPU is available"):
         Summarizer(tiny_run["checkpoint"], device="cuda")
+
+
+def test_a_missing_gpu_is_a_command_error_without_traceback(tiny_run, monkeypatch, capsys):
+    from agentsum.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["summarize", "--checkpoint", str(tiny_run["checkpoint"]), "--device", "cuda", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "agentsum summarize: error: --device is cuda but no GPU is available" in err and "Traceback" not in err

@@ -7,6 +7,7 @@ distributed happens and the same training loop runs unchanged.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,6 +41,21 @@ class DistContext:
         dist.all_reduce(t)
         return t.tolist()
 
+    def all_reduce_tensor(self, values: torch.Tensor) -> torch.Tensor:
+        """Element-wise sums over all processes of a tensor on this process's device, in place: no
+        copy to the host (one collective call)."""
+        if self.enabled:
+            dist.all_reduce(values)
+        return values
+
+    def gather_objects(self, obj) -> list:
+        """Every process's ``obj`` (picklable), in rank order, on every process."""
+        if not self.enabled:
+            return [obj]
+        gathered = [None] * self.world_size
+        dist.all_gather_object(gathered, obj)
+        return gathered
+
     def barrier(self) -> None:
         if self.enabled:
             dist.barrier()
@@ -70,11 +86,13 @@ def wrap(model: torch.nn.Module, ctx: DistContext) -> torch.nn.Module:
         return model
     from torch.nn.parallel import DistributedDataParallel
 
-    # broadcast_buffers=False: the models' only buffers are constants (the Transformer's sinusoidal
-    # positions) and neither has BatchNorm statistics, so re-sending rank 0's buffers before every
-    # forward would only cost a broadcast per step. Parameters are still made equal once, here.
+    # No buffer broadcast before every forward: the models' only buffers are constants (the
+    # Transformer's sinusoidal positions) and neither has BatchNorm statistics, so it would only
+    # cost a broadcast per step. Parameters are still made equal once, here. (torch 2.13 renamed
+    # broadcast_buffers to forward_sync_buffers.)
+    renamed = "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
     return DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-                                   broadcast_buffers=False)
+                                   **{"forward_sync_buffers" if renamed else "broadcast_buffers": False})
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -85,7 +85,9 @@ class TrainingMonitor:
                 return f"step {step}", f"elapsed {elapsed}/{format_duration(self.deadline - self.started)}"
         return f"step {step}/{self.max_steps}", f"elapsed {elapsed}"
 
-    def step(self, step: int, stats: dict, tokens: int, grad_norm: float, lr: float) -> None:
+    def step(self, step: int, stats: dict, tokens: int, grad_norm, lr: float) -> None:
+        """Count one optimizer step. ``grad_norm`` may be a tensor on the device: it is read (a wait
+        for the device) only on the steps that log."""
         w = self._window
         w["loss"] += stats["loss"]
         w["tokens"] += tokens
@@ -97,6 +99,7 @@ class TrainingMonitor:
             self.progress.update(self.task, completed=step, status=f"loss {stats['loss']:.3f}")
         if step % self.log_every:
             return
+        grad_norm = float(grad_norm)
         seconds = time.perf_counter() - w["start"]
         rate = w["tokens"] / max(seconds, 1e-9)
         loss = w["loss"] / w["steps"]

@@ -1,6 +1,8 @@
 """Training objectives (DCA section 3). Every objective is ``objective(model, batch) -> (loss, stats)``.
 
-``loss`` is the scalar to minimise; ``stats`` holds plain numbers to log. The training loop never
+``loss`` is the scalar to minimise; ``stats`` holds the numbers to log, as 0-dim tensors where they
+are computed on the device: reading them (``.item()``) would make the host wait for the device
+before ``backward()``, so the trainer reads them once per step. The training loop never
 branches on which objective it runs; an objective only tells it how to select the best model
 (``selection``: the paper picks MLE models by validation NLL, MLE+RL models by validation ROUGE-L).
 
@@ -19,6 +21,7 @@ from agentsum.data.batch import Batch
 from agentsum.data.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.copying import teacher_forced
 from agentsum.decoding.search import SearchConfig, sample_and_greedy
+from agentsum.devices import copy_to
 from agentsum.training.distributed import unwrap
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 
@@ -76,16 +79,17 @@ class MLE:
                    if self.sem_weight else nll_sum.new_zeros(()))
         coverage_loss = out.coverage_loss  # (B, T) with model.coverage, else None
         cov_sum = coverage_loss[batch.tgt_mask].sum() if coverage_loss is not None else nll_sum.new_zeros(())
-        tokens = int(batch.tgt_mask.sum())
-        stats = {"nll_sum": nll_sum.item(), "sem_sum": sem_sum.item(), "tokens": tokens}
+        tokens = batch.tgt_mask.sum()  # counted on the device: int() would wait for it
+        stats = {"nll_sum": nll_sum.detach(), "sem_sum": sem_sum.detach(), "tokens": tokens}
         if coverage_loss is not None:
-            stats["coverage"] = cov_sum.item() / max(tokens, 1)
+            stats["coverage"] = cov_sum.detach() / tokens.clamp_min(1)
         return nll_sum, self.sem_weight * sem_sum + self.coverage_weight * cov_sum, stats
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
         nll_sum, extra_sum, stats = self.terms(model, batch)
-        loss = (nll_sum + extra_sum) / max(stats["tokens"], 1)
-        stats.update(loss=loss.item(), nll=stats["nll_sum"] / max(stats["tokens"], 1))
+        tokens = stats["tokens"].clamp_min(1)
+        loss = (nll_sum + extra_sum) / tokens
+        stats.update(loss=loss.detach(), nll=stats["nll_sum"] / tokens)
         return loss, stats
 
 
@@ -137,12 +141,16 @@ class SelfCritical:
             greedy_tok, r_greedy = sentence_reward_matrix(greedy, reference, self.end_ids, kind=self.reward)
             baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
             adv = (sample_tok - baseline) * (sample != PAD_ID)
-        return adv, {"reward_sample": r_sample.mean().item(), "reward_greedy": r_greedy.mean().item()}
+        return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean()}
 
     def rl_sum(self, model, batch: Batch, sample: torch.Tensor, advantages: torch.Tensor, enc=None) -> torch.Tensor:
         """Eq (20) summed over the batch: -sum_b sum_t A_{b,t} log p(y^_{b,t})."""
         sampled = teacher_forced(batch, sample)
-        out = model(sampled, enc)
+        return self._policy_sum(model, sampled, model(sampled, enc), advantages)
+
+    @staticmethod
+    def _policy_sum(model, sampled: Batch, out, advantages: torch.Tensor) -> torch.Tensor:
+        """:meth:`rl_sum` from the teacher-forced pass ``out`` of ``model`` over ``sampled``."""
         mask = sampled.tgt_mask
         log_p = out.dist.at(mask).log_prob(unwrap(model).target_ids(sampled.tgt_out)[mask])  # (P,)
         return -(advantages[:, : mask.size(1)][mask] * log_p).sum()
@@ -151,17 +159,25 @@ class SelfCritical:
         core = unwrap(model)  # model may be wrapped by DistributedDataParallel; its forward carries the gradients
         enc = core.encode(batch)
         sample, greedy = sample_and_greedy(core, batch, self.sampling, enc=enc)
-        adv, stats = self.advantages(sample, greedy, _reference_ids(batch))
-        tokens = max(int(batch.tgt_mask.sum()), 1)
-        rl = self.rl_sum(model, batch, sample, adv, enc) / tokens
+        B = sample.size(0)
+        # ROUGE is computed on the host: one copy of both sequences and one of the references,
+        # taken before the teacher-forced pass is queued, so that the device runs that pass while
+        # the host scores; the advantages go back in one copy
+        candidates = torch.cat([sample, greedy]).cpu()
+        references = _reference_ids(batch).cpu()
+        sampled = teacher_forced(batch, sample)
+        out = model(sampled, enc)
+        adv, stats = self.advantages(candidates[:B], candidates[B:], references)
+        tokens = batch.tgt_mask.sum().clamp_min(1)
+        rl = self._policy_sum(model, sampled, out, copy_to(adv, sample.device)) / tokens
         loss = self.gamma * rl
         if self.gamma < 1:
             nll_sum, extra_sum, mle_stats = self.mle.terms(model, batch, enc)
             mle = (nll_sum + extra_sum) / tokens
             loss = loss + (1 - self.gamma) * mle
             stats.update(nll=mle_stats["nll_sum"] / tokens, sem_sum=mle_stats["sem_sum"])
-        stats.update(loss=loss.item(), rl=rl.item(), tokens=tokens,
-                     sample_length=float((sample != PAD_ID).sum(1).float().mean()))
+        stats.update(loss=loss.detach(), rl=rl.detach(), tokens=tokens,
+                     sample_length=float((candidates[:B] != PAD_ID).sum(1).float().mean()))
         return loss, stats
 
 

@@ -10,11 +10,13 @@ best value are recorded in every checkpoint under ``selection``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 import torch
 import yaml
@@ -26,21 +28,14 @@ from agentsum.data.dataset import (DataConfig, DataSource, Document, document_le
 from agentsum.data.store import CorpusStore, open_or_prepare
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.search import SearchConfig
+from agentsum.devices import check_bf16, copy_to, cpu_has_bf16, use_tf32
 from agentsum.models import build_model
 from agentsum.models.base import SummarizationModel
-from agentsum.training import distributed
+from agentsum.training import distributed, seeding
 from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.training.monitor import TrainingMonitor, format_duration, log
 from agentsum.training.objectives import MLE, build_objective
 from agentsum.training.schedule import build_scheduler
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU runs oneDNN's bfloat16 kernels (AVX512-BF16 or AMX)."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def build_vocab(docs: Sequence[Document], size: int) -> Vocabulary:
@@ -73,7 +68,7 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
         total += stats["nll_sum"]
         tokens += stats["tokens"]
     model.train()
-    return total / max(tokens, 1)
+    return float(total) / max(int(tokens), 1)  # read from the device once
 
 
 def validation_rouge_l(model: SummarizationModel, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
@@ -99,13 +94,56 @@ def build_optimizer(name: str, parameters, lr: float) -> torch.optim.Optimizer:
     return OPTIMIZERS[name](parameters, lr=lr, **fused)
 
 
-def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]), "python_pos": random.getstate()[2]}
+#: Logged statistics that are means over documents; the loss and the other logged statistics are
+#: means over target tokens (the objectives normalise by target tokens).
+PER_DOCUMENT = ("reward_sample", "reward_greedy")
+#: The statistics a step reports: averaged over every process's micro-batches before they are logged.
+LOGGED = ("loss", "nll", "rl", *PER_DOCUMENT)
 
 
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate((3, tuple(state["python"]), state["python_pos"]))
+class MicroBatch(NamedTuple):
+    """One micro-batch of a process's share of a step: the batch, its loss weight (0 for the
+    stand-in of an empty share), and its real target tokens and all (source + target) tokens,
+    counted on the host when it was built."""
+
+    batch: Batch
+    weight: float
+    target_tokens: int
+    tokens: int
+
+
+def pinned(batch: Batch) -> Batch:
+    """The batch with its tensors in page-locked memory, from which copies to a GPU run
+    asynchronously (``non_blocking``) instead of waiting for the device."""
+    return dataclasses.replace(batch, **{f.name: getattr(batch, f.name).pin_memory() for f in dataclasses.fields(batch)
+                                         if isinstance(getattr(batch, f.name), torch.Tensor)})
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """The batch on ``device``, copied without waiting (:func:`agentsum.devices.copy_to`)."""
+    return dataclasses.replace(batch, **{f.name: copy_to(getattr(batch, f.name), device) for f in dataclasses.fields(batch)
+                                         if isinstance(getattr(batch, f.name), torch.Tensor)})
+
+
+Item, Prepared = TypeVar("Item"), TypeVar("Prepared")
+
+
+def prepared_ahead(items: Iterator[Item], prepare: Callable[[Item], Prepared],
+                   enabled: bool) -> Iterator[tuple[Item, Prepared]]:
+    """``(item, prepare(item))`` for every item, in order. When ``enabled``, the next item is
+    prepared in a worker thread while the caller works on the current one."""
+    if not enabled:
+        for item in items:
+            yield item, prepare(item)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsum-batches") as pool:
+        item = next(items, None)
+        pending = pool.submit(prepare, item) if item is not None else None
+        while pending is not None:
+            following = next(items, None)
+            upcoming = pool.submit(prepare, following) if following is not None else None
+            yield item, pending.result()
+            item, pending = following, upcoming
 
 
 class Trainer:
@@ -123,9 +161,9 @@ class Trainer:
         train_config = config.train
         if train_config.threads:
             torch.set_num_threads(train_config.threads)
-        self.ctx = distributed.setup(train_config.device)
-        torch.manual_seed(train_config.seed)
-        random.seed(train_config.seed)
+        self.ctx = distributed.setup(train_config.device, train_config.dist_timeout_minutes)
+        seeding.seed_process(train_config.seed, self.ctx.rank)  # different dropout and samples per process
+        use_tf32(self.ctx.device)
         self.run_dir = Path(train_config.run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
         if self.ctx.is_main:
@@ -142,12 +180,12 @@ class Trainer:
             raise ValueError(f"train.on_nonfinite must be skip or stop, got {train_config.on_nonfinite!r}")
         if train_config.precision not in ("fp32", "bf16"):
             raise ValueError(f"train.precision must be fp32 or bf16, got {train_config.precision!r}")
-        if self.autocast and self.ctx.device.type == "cpu" and config.model.get("type") == "dca" \
-                and not cpu_has_bf16():
-            # oneDNN's bf16 LSTM has no kernel without AVX512-BF16 / AMX: the first step would die
-            # with "could not create a primitive descriptor for the LSTM forward propagation primitive"
-            raise ValueError(f"train.precision=bf16 needs a CPU with AVX512-BF16 or AMX for DCA's LSTMs; this one "
-                             f"offers {torch.backends.cpu.get_cpu_capability()}: use train.precision=fp32")
+        if self.autocast:
+            check_bf16(self.ctx.device)  # GPUs without native bf16 are refused
+            if self.ctx.device.type == "cpu" and not cpu_has_bf16():
+                self._log(f"train.precision=bf16 on a CPU without AVX512-BF16 or AMX "
+                          f"({torch.backends.cpu.get_cpu_capability()}): its bf16 matrix products are emulated, "
+                          f"slower than fp32")
         pad_multiple = train_config.pad_multiple
         if pad_multiple is not None and (not isinstance(pad_multiple, int) or pad_multiple < 1):
             raise ValueError(f"train.pad_multiple must be a positive integer or null, got {pad_multiple!r}")
@@ -200,8 +238,9 @@ class Trainer:
                 selection = previous.get("selection", {})
                 if selection.get("metric") == self.selection:
                     self.best = selection.get("best")
-                if "rng" in previous:
-                    _set_rng_state(previous["rng"])
+                rng = seeding.state_for_rank(previous, self.ctx.rank, self.ctx.world_size)
+                if rng is not None:
+                    seeding.set_rng_state(rng, self.ctx.device)
                 self._log(f"resumed from {resume} at step {self.step}")
             else:
                 self._log(f"initialised weights from {init_from}")
@@ -214,6 +253,10 @@ class Trainer:
         self.model.to(self.ctx.device)
         self.optimizer.load_state_dict(self.optimizer.state_dict())
         self.train_model = distributed.wrap(self.model, self.ctx)
+        # The next step's batches are built on the host while a GPU computes. Not on a CPU, where a
+        # thread would take cores from torch's own: collating a 16-document batch takes 2.8 ms, 0.3%
+        # of a CPU training step (docs/performance.md).
+        self.prefetch = self.ctx.device.type == "cuda"
         if self.ctx.is_main:
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
             (self.run_dir / "vocab.txt").write_text("\n".join(self.vocab.itos) + "\n", encoding="utf-8")
@@ -243,8 +286,10 @@ class Trainer:
         self._log(f"embeddings: {stats['found']} of {stats['total']} words initialised from {spec} "
             f"({100 * stats['coverage']:.1f}%)")
 
-    def _state(self) -> dict:
-        return {
+    def _state(self, rng: dict, rng_ranks: list[dict] | None = None) -> dict:
+        """The checkpoint dict; ``rng``: this process's generator states, ``rng_ranks``: every
+        process's (see :mod:`agentsum.training.seeding`)."""
+        state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
@@ -252,13 +297,18 @@ class Trainer:
             "vocab": self.vocab.save(),
             "step": self.step,
             "selection": {"metric": self.selection, "best": self.best},
-            "rng": _rng_state(),
+            "rng": rng,
             "format": CHECKPOINT_FORMAT,
         }
+        if rng_ranks is not None:
+            state["rng_ranks"] = rng_ranks
+        return state
 
     def validate_and_save(self) -> None:
+        rng = seeding.rng_state(self.ctx.device)
+        rng_ranks = self.ctx.gather_objects(rng) if self.ctx.enabled else None
         if not self.ctx.is_main:
-            self.ctx.barrier()
+            self.ctx.barrier()  # train.dist_timeout_minutes bounds this wait
             return
         improved = True
         if self.valid_docs:
@@ -279,7 +329,7 @@ class Trainer:
             self.monitor.message(f"step {self.step}: {shown}"
                                  + (f" — new best {self.selection}" if improved else f" (best {self.best:.4f})"))
             self.monitor.record(self.step, **values)
-        state = self._state()
+        state = self._state(rng, rng_ranks)
         save_checkpoint(state, self.ckpt_dir / "last.pt")
         if improved:
             save_checkpoint(state, self.ckpt_dir / "best.pt")
@@ -290,8 +340,9 @@ class Trainer:
                 old.unlink()
         self.ctx.barrier()
 
-    def _micro_batches(self, indices: list[int]) -> list[tuple[Batch, float]]:
-        """This process's share of a global batch as (micro-batch, weight) pairs.
+    def _host_micro_batches(self, indices: list[int]) -> list[MicroBatch]:
+        """This process's share of a global batch as micro-batches, built on the host (pinned for a
+        GPU) with their token counts.
 
         Shares and micro-batches are contiguous, near-equal slices. A process whose share is empty
         (the last, short batch of an epoch) still runs one micro-batch, with weight 0, because every
@@ -301,35 +352,57 @@ class Trainer:
         share = _slice(indices, ctx.rank, ctx.world_size)
         parts = [p for p in (_slice(share, k, train_config.accumulate) for k in range(train_config.accumulate)) if p]
         if not parts:
-            return [(self._batch([indices[0]]), 0.0)]
-        return [(self._batch(part), 1.0) for part in parts]
+            return [self._host_batch([indices[0]], 0.0)]
+        return [self._host_batch(part, 1.0) for part in parts]
 
-    def _batch(self, indices: list[int]) -> Batch:
-        docs = [self.train_docs[i] for i in indices]
-        return to_batch(docs, self.vocab, pad_multiple=self.pad_multiple).to(self.ctx.device)
+    def _host_batch(self, indices: list[int], weight: float) -> MicroBatch:
+        batch = to_batch([self.train_docs[i] for i in indices], self.vocab, pad_multiple=self.pad_multiple)
+        targets = batch.num_target_tokens()
+        if self.ctx.device.type == "cuda":
+            batch = pinned(batch)
+        return MicroBatch(batch, weight, targets, batch.num_source_tokens() + targets)
 
-    def _train_step(self, indices: list[int]) -> tuple[dict, int, bool]:
-        """Forward and backward over one global batch; returns (stats, tokens processed, finite)."""
+    def _micro_batches(self, indices: list[int]) -> list[MicroBatch]:
+        """This process's micro-batches of a global batch, on its device."""
+        return [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in self._host_micro_batches(indices)]
+
+    def _train_step(self, indices: list[int], micro: list[MicroBatch], deadline: float | None = None
+                    ) -> tuple[dict, int, bool, bool]:
+        """Forward and backward over one global batch, from this process's micro-batches (on the
+        device). Returns (the LOGGED statistics averaged over every process's documents or target
+        tokens, tokens processed, whether every loss was finite, whether the main process's clock
+        passed ``deadline``)."""
         ctx = self.ctx
-        micro = self._micro_batches(indices)
-        local_tokens = sum(w * b.num_target_tokens() for b, w in micro)
-        local_all = sum(w * (b.num_source_tokens() + b.num_target_tokens()) for b, w in micro)
+        local_tokens = sum(m.weight * m.target_tokens for m in micro)
+        local_all = sum(m.weight * m.tokens for m in micro)
+        # counted on the host: this collective waits for the other processes, not for the device
         global_tokens, global_all = ctx.all_reduce_sum([local_tokens, local_all])
         self.optimizer.zero_grad(set_to_none=True)
-        losses, finite, last = [], True, len(micro) - 1
-        for k, (batch, weight) in enumerate(micro):
+        nonfinite = torch.zeros((), dtype=torch.float64, device=ctx.device)
+        sums: dict[str, torch.Tensor] = {}
+        last = len(micro) - 1
+        for k, m in enumerate(micro):
             sync = contextlib.nullcontext() if (k == last or not ctx.enabled) else self.train_model.no_sync()
             with sync:
                 with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-                    loss, stats = self.objective(self.train_model, batch)
-                finite = finite and bool(torch.isfinite(loss))
-                scale = weight * stats["tokens"] * ctx.world_size / max(global_tokens, 1.0)
+                    loss, stats = self.objective(self.train_model, m.batch)
+                nonfinite = nonfinite + (~torch.isfinite(loss.detach())).to(nonfinite.dtype)  # kept on the device
+                scale = m.weight * m.target_tokens * ctx.world_size / max(global_tokens, 1.0)
                 (loss * scale).backward()
-            losses.append(stats)
-        finite = ctx.all_reduce_sum([0.0 if finite else 1.0])[0] == 0
-        merged = dict(losses[-1])
-        merged["loss"] = sum(s["loss"] for s in losses) / len(losses)
-        return merged, int(global_all), finite
+            for key in LOGGED:
+                if key in stats:
+                    share = m.weight * (m.batch.batch_size if key in PER_DOCUMENT else m.target_tokens)
+                    sums[key] = sums.get(key, 0.0) + _device_scalar(stats[key], nonfinite) * share
+        keys = sorted(sums)
+        late = deadline is not None and ctx.is_main and time.perf_counter() >= deadline
+        # one collective and one wait for the device per step: non-finite losses, the statistics to
+        # log and the minutes cap (the main process's clock decides, so all processes stop together)
+        packed = torch.stack([nonfinite, nonfinite.new_full((), float(late)), *(sums[key] for key in keys)])
+        n_nonfinite, n_late, *values = ctx.all_reduce_tensor(packed).tolist()
+        documents = len(indices)  # the weight-0 stand-ins of empty shares count for nothing
+        stats = {key: value / max(documents if key in PER_DOCUMENT else global_tokens, 1)
+                 for key, value in zip(keys, values)}
+        return stats, int(global_all), n_nonfinite == 0, n_late > 0
 
     def run(self) -> Path:
         train_config = self.config.train
@@ -343,10 +416,13 @@ class Trainer:
         lengths = document_lengths(self.train_docs)
         batches = iterate_global_batches(lengths, train_config.batch_size, seed=train_config.seed, start_step=self.step,
                                          window=train_config.bucket_batches)
+        steps = prepared_ahead(batches, self._host_micro_batches, self.prefetch)
+        late = False
         try:
-            while self.step < train_config.max_steps and not self._out_of_time(deadline):
-                indices = next(batches)
-                stats, tokens, finite = self._train_step(indices)
+            while self.step < train_config.max_steps and not late:
+                indices, micro = next(steps)
+                micro = [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in micro]
+                stats, tokens, finite, late = self._train_step(indices, micro, deadline)
                 if not finite:
                     ids = [self.train_docs[i].id for i in indices]
                     if train_config.on_nonfinite == "stop":
@@ -361,8 +437,8 @@ class Trainer:
                 if self.scheduler is not None:
                     self.scheduler.step()
                 self.step += 1
-                if self.monitor is not None:
-                    self.monitor.step(self.step, stats, tokens, float(grad_norm), self.optimizer.param_groups[0]["lr"])
+                if self.monitor is not None:  # grad_norm stays on the device until a step that logs
+                    self.monitor.step(self.step, stats, tokens, grad_norm, self.optimizer.param_groups[0]["lr"])
                 if self.step % train_config.valid_every == 0:
                     self.validate_and_save()
             if self.step % train_config.valid_every != 0 or self.step == 0:
@@ -370,23 +446,27 @@ class Trainer:
         except KeyboardInterrupt:
             if self.ctx.is_main:
                 self._message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
-                save_checkpoint(self._state(), self.ckpt_dir / "last.pt")
+                save_checkpoint(self._state(seeding.rng_state(self.ctx.device)), self.ckpt_dir / "last.pt")
             raise
         finally:
+            steps.close()
             if self.monitor is not None:
                 self.monitor.close()
         self._log(f"done: {self.step} steps in {format_duration(time.perf_counter() - started)}; "
                   f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
         return self.ckpt_dir / "best.pt"
 
-    def _out_of_time(self, deadline: float | None) -> bool:
-        """All processes stop at the same step: the main process's clock decides."""
-        late = deadline is not None and time.perf_counter() >= deadline
-        return self.ctx.all_reduce_sum([1.0 if (late and self.ctx.is_main) else 0.0])[0] > 0
-
     def _message(self, text: str) -> None:
         if self.monitor is not None:
             self.monitor.message(text)
+
+
+def _device_scalar(value, like: torch.Tensor) -> torch.Tensor:
+    """A statistic as a 0-dim tensor of ``like``'s dtype on its device: a tensor there already is
+    cast in place, anything else (a number, a host tensor) is filled in, never copied and waited for."""
+    if isinstance(value, torch.Tensor) and value.device == like.device:
+        return value.detach().to(like.dtype)
+    return like.new_full((), float(value))
 
 
 def _slice(items: list[int], k: int, parts: int) -> list[int]:

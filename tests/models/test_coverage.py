@@ -53,7 +53,7 @@ def test_mle_adds_the_weighted_coverage_loss_and_its_gradient_reaches_w_cov():
     torch.manual_seed(3)
     weighted, stats_w = MLE(coverage_weight=2.0)(model, batch)
     assert stats["coverage"] > 0
-    assert weighted.item() == pytest.approx(plain.item() + 2.0 * stats_w["coverage"], rel=1e-5)
+    assert weighted.item() == pytest.approx(plain.item() + 2.0 * float(stats_w["coverage"]), rel=1e-5)
     weighted.backward()
     assert model.w_cov.weight.grad.abs().sum() > 0
 
@@ -109,7 +109,7 @@ def test_transformer_coverage_loss_on_the_copy_attention():
     plain.load_state_dict(model.state_dict())  # no new parameters
     assert plain(batch).coverage_loss is None
     loss, stats = MLE(coverage_weight=1.0)(model, batch)
-    assert stats["coverage"] == pytest.approx(out.coverage_loss[batch.tgt_mask].sum().item() / stats["tokens"])
+    assert float(stats["coverage"]) == pytest.approx(out.coverage_loss[batch.tgt_mask].sum().item() / int(stats["tokens"]))
 
 
 def test_coverage_phase_starts_from_a_model_trained_without_it(tiny_run, tmp_path):

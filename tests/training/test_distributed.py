@@ -1,9 +1,12 @@
 """Distributed training through torchrun (gloo on CPU) gives the single-process result."""
 
+import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 
+import pytest
 import torch
 
 from agentsum.data.dataset import epoch_order
@@ -28,6 +31,11 @@ def _train(tmp_path, corpus, run, nproc, steps, extra=(), resume=None):
     return read_checkpoint(run / "checkpoints" / "last.pt")
 
 
+def _logged_losses(run) -> list[float]:
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [r["loss"] for r in rows if "loss" in r]
+
+
 def _assert_same_parameters(a, b, atol=1e-5):
     assert a.keys() == b.keys()
     for name in a:
@@ -38,13 +46,17 @@ def _assert_same_parameters(a, b, atol=1e-5):
 # about lr * sign(gradient), which turns rounding noise in near-zero gradients into lr-sized moves.
 def test_two_gloo_processes_equal_one_process_with_the_whole_batch(tmp_path):
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(20))  # 20 docs: the last batch is short
-    single = _train(tmp_path, corpus, tmp_path / "one", 1, steps=4)
-    double = _train(tmp_path, corpus, tmp_path / "two", 2, steps=4)
+    every_step = ["--set", "train.log_every=1"]
+    single = _train(tmp_path, corpus, tmp_path / "one", 1, steps=4, extra=every_step)
+    double = _train(tmp_path, corpus, tmp_path / "two", 2, steps=4, extra=every_step)
     assert single["step"] == double["step"] == 4
     _assert_same_parameters(single["model"], double["model"])
+    # the logged loss is the whole batch's, averaged over both processes, not rank 0's half
+    assert _logged_losses(tmp_path / "two") == pytest.approx(_logged_losses(tmp_path / "one"), rel=1e-5)
     # and the same with gradient accumulation in each process
-    accumulated = _train(tmp_path, corpus, tmp_path / "acc", 2, steps=4, extra=["--set", "train.accumulate=2"])
+    accumulated = _train(tmp_path, corpus, tmp_path / "acc", 2, steps=4, extra=["--set", "train.accumulate=2", *every_step])
     _assert_same_parameters(single["model"], accumulated["model"])
+    assert _logged_losses(tmp_path / "acc") == pytest.approx(_logged_losses(tmp_path / "one"), rel=1e-5)
 
 
 def test_resume_from_two_processes_into_one(tmp_path):
@@ -55,6 +67,76 @@ def test_resume_from_two_processes_into_one(tmp_path):
     resumed = _train(tmp_path, corpus, tmp_path / "split", 1, steps=4, resume=tmp_path / "split" / "checkpoints" / "last.pt")
     assert resumed["step"] == 4
     _assert_same_parameters(straight["model"], resumed["model"])
+
+
+def test_processes_draw_their_own_dropout_and_resume_exactly_on_as_many_processes(tmp_path):
+    """Each process is seeded with train.seed + rank; every process's generator states are in the
+    checkpoint, so a 2-process run resumed on 2 processes continues as if never stopped."""
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    dropout = ["--set", "model.dropout=0.3"]
+    straight = _train(tmp_path, corpus, tmp_path / "straight", 2, steps=4, extra=dropout)
+    first = _train(tmp_path, corpus, tmp_path / "split", 2, steps=2, extra=dropout)
+    ranks = first["rng_ranks"]
+    assert len(ranks) == 2 and not torch.equal(ranks[0]["torch"], ranks[1]["torch"])
+    assert torch.equal(first["rng"]["torch"], ranks[0]["torch"])
+    resumed = _train(tmp_path, corpus, tmp_path / "split", 2, steps=4, extra=dropout,
+                     resume=tmp_path / "split" / "checkpoints" / "last.pt")
+    assert resumed["step"] == 4
+    _assert_same_parameters(straight["model"], resumed["model"], atol=1e-6)
+
+
+def test_the_minutes_cap_stops_every_process_at_the_same_step(tmp_path):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    state = _train(tmp_path, corpus, tmp_path / "capped", 2, steps=100_000, extra=["--set", "train.max_minutes=0.002"])
+    assert 1 <= state["step"] < 100_000  # both processes left the loop together (no hang in a collective)
+
+
+def test_setup_gives_the_process_group_its_timeout(monkeypatch):
+    from agentsum.training import distributed
+
+    calls = []
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda **kw: calls.append(kw))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    ctx = distributed.setup("cpu", timeout_minutes=90)
+    assert calls == [{"backend": "gloo", "timeout": timedelta(minutes=90)}]
+    assert (ctx.rank, ctx.world_size, ctx.enabled) == (1, 2, True)
+
+
+def test_the_trainer_passes_train_dist_timeout_minutes(tmp_path, monkeypatch):
+    from agentsum.config import load_config
+    from agentsum.training import distributed
+    from agentsum.training.trainer import Trainer
+
+    seen = []
+
+    def setup(device, timeout_minutes):
+        seen.append(timeout_minutes)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(distributed, "setup", setup)
+    with pytest.raises(RuntimeError, match="stop here"):
+        Trainer(load_config("tiny", ["train.dist_timeout_minutes=25", f"train.run_dir={tmp_path}"]))
+    assert seen == [25]
+    assert load_config("tiny").train.dist_timeout_minutes == 60
+
+
+def test_ddp_does_not_rebroadcast_buffers(tmp_path):
+    import torch.distributed as dist
+
+    from agentsum.models.transformer_pg import TransformerPG, TransformerPGConfig
+    from agentsum.training import distributed
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = TransformerPG(TransformerPGConfig(vocab_size=20, d_model=8, heads=2, d_ff=16, encoder_layers=1,
+                                                  decoder_layers=1))
+        wrapped = distributed.wrap(model, distributed.DistContext(0, 2, 0, torch.device("cpu")))
+        assert wrapped.module is model and wrapped.broadcast_buffers is False
+    finally:
+        dist.destroy_process_group()
 
 
 def test_bucketed_epochs_hold_every_document_exactly_once():

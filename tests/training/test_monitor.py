@@ -59,3 +59,15 @@ def test_window_means_of_rewards_and_nll(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["nll"] for r in rows] == [2.0, 7.0]  # means of (1, 3) and (5, 9), not the last step's value
     assert [r["rl"] for r in rows] == [0.75, 1.75]
+
+
+def test_a_grad_norm_tensor_is_logged_as_a_number(tmp_path):
+    """The trainer hands over clip_grad_norm_'s tensor, read only on the steps that log."""
+    import torch
+
+    monitor = TrainingMonitor(tmp_path, max_steps=3, start_step=0, log_every=3, tensorboard=False, live=False)
+    for step, value in enumerate((1.0, 2.0, 3.5), 1):
+        monitor.step(step, {"loss": 1.0}, tokens=10, grad_norm=torch.tensor(value), lr=1e-3)
+    monitor.close()
+    (row,) = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert row["grad_norm"] == 3.5 and isinstance(row["grad_norm"], float)
