@@ -142,11 +142,13 @@ def run(cmd: list[str], log: Path, env: dict | None = None) -> dict:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
                                 env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
         watch = Watch(proc.pid)
-        rc = proc.wait()
+        _, status, usage = os.wait4(proc.pid, 0)  # usage: the process and the children it waited for
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)
     peaks = watch.finish()
     if rc != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({rc}); see {log}:\n{log.read_text()[-3000:]}")
-    return {"seconds": time.perf_counter() - started, "start": started_wall, "peaks": peaks}
+    return {"seconds": time.perf_counter() - started, "start": started_wall, "peaks": peaks,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime}
 
 
 def agentsum(*args: str) -> list[str]:
@@ -198,6 +200,7 @@ def measure_corpus(name: str, slug: str, preset: str, corpus: Path, sizes: list[
             manifest = json.loads((store / "train" / "manifest.json").read_text())
             row[f"prepare_w{workers}"] = {
                 "seconds": round(r["seconds"], 1), "docs_per_s": round(n / r["seconds"], 1),
+                "cpu_seconds": round(r["cpu_seconds"], 1), "docs_per_cpu_s": round(n / r["cpu_seconds"], 1),
                 "store_mb": round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1),
                 "types": manifest["types"], "documents": manifest["documents"],
                 "peak_rss_mb": round(max(p["VmHWM"] for p in r["peaks"].values()) / 1024, 1)}
@@ -278,6 +281,19 @@ def measure_format(store_path: Path, work: Path, batches: int = 200, batch_size:
             "note": "memmap holds the article ids only (no agent lengths, summaries, ids or references)"}
 
 
+def measure_evaluate(corpus: Path, sizes: list[int], work: Path) -> dict:
+    """Peak RSS of ``agentsum evaluate`` (the shipped model, greedy, 8 tokens: the reading and
+    preparing is what grows with the corpus) on the first N documents."""
+    out = {}
+    for n in sizes:
+        r = run(agentsum("evaluate", "--data", str(corpus), "--end", str(n), "--beam", "1", "--max-length", "8",
+                         "--batch-size", "32", "--out", str(work / f"eval-{n}")), work / "logs" / f"evaluate-{n}.log")
+        out[n] = {"seconds": round(r["seconds"], 1), "peak_rss_mb": round(max(p["VmHWM"] for p in r["peaks"].values())
+                                                                          / 1024, 1)}
+        print("evaluate", n, out[n], flush=True)
+    return out
+
+
 def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: int) -> float:
     """Median milliseconds of a training step (one thread), from a short run's metrics."""
     run_dir = work / "run-step-time"
@@ -306,7 +322,8 @@ def report(results: dict) -> str:
         for n, row in corpus["rows"].items():
             def prep(w):
                 p = row.get(f"prepare_w{w}")
-                return f"{p['seconds']} s ({p['docs_per_s']:,.0f}/s)" if p else "-"
+                return (f"{p['seconds']} s ({p['docs_per_s']:,.0f}/s; {p['docs_per_cpu_s']:,.0f} per CPU-s)"
+                        if p else "-")
             p2 = row["prepare_w2"]
             ts, tm = row.get("train_store"), row.get("train_memory")
             ds, dm = row.get("ddp_store"), row.get("ddp_memory")
@@ -329,6 +346,13 @@ def report(results: dict) -> str:
                   f"{f['open_memmap_s']} s | {f['memmap_mb']} MB |",
                   f"| pyarrow row access (`array[i].as_py()`) | {f['pyarrow_rows_fetch_ms_per_batch']} ms | | |",
                   f"| one training step ({results.get('step_preset')}, 1 thread) | {results.get('step_ms')} ms | | |", ""]
+    if "evaluate" in results:
+        lines += ["## evaluate in bounded memory", "",
+                  "`agentsum evaluate` with the shipped model (greedy, 8 tokens) on the first N CNN/DailyMail-like "
+                  "articles: the corpus is read and prepared 1,000 documents at a time.", "",
+                  "| documents | seconds | peak RSS |", "|---|---|---|"]
+        lines += [f"| {int(n):,} | {e['seconds']} | {e['peak_rss_mb']:,} MB |" for n, e in results["evaluate"].items()]
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -358,6 +382,8 @@ def main() -> None:
         results["format"] = measure_format(store / "train", work)
         results["step_preset"] = "m6"
         results["step_ms"] = train_step_ms("m6", str(corpus), store, work, 50_000)
+        save(results)
+        results["evaluate"] = measure_evaluate(corpus, [1_000, 11_490], work)
         save(results)
     if args.only in (None, "lcsts"):
         corpus = work / f"lcsts-{args.lcsts}.jsonl"

@@ -33,6 +33,7 @@ Why Arrow: the measurements and the choice are in docs/architecture.md ("The cor
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import fcntl
 import json
@@ -488,7 +489,18 @@ class _pool:
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         self.pool = context.Pool(self.workers, initializer=_init_worker, initargs=(self.cfg,))
-        return lambda chunks: self.pool.imap(_prepare_chunk, chunks)
+        return self.ordered
+
+    def ordered(self, chunks: Iterator[list]) -> Iterator[dict[str, Any]]:
+        """Results in order, with at most two chunks per worker in flight: ``Pool.imap`` would read
+        the whole corpus into its task queue whenever reading outpaces the workers."""
+        pending: collections.deque = collections.deque()
+        for chunk in chunks:
+            pending.append(self.pool.apply_async(_prepare_chunk, (chunk,)))
+            if len(pending) >= 2 * self.workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
     def __exit__(self, *exc):
         if self.pool is not None:

@@ -229,3 +229,22 @@ def test_training_from_the_store_matches_training_in_memory(tmp_path):
     assert losses[True, "vocab"] == losses[False, "vocab"]
     assert (tmp_path / "run-True" / "data" / "train" / MANIFEST).is_file()
     assert not (tmp_path / "run-False" / "data").exists()
+
+
+def test_workers_get_a_bounded_number_of_chunks_ahead_of_the_writer(tmp_path):
+    from agentsum.data.store import _pool
+
+    pulled = []
+
+    def chunks():
+        for k in range(40):
+            pulled.append(k)
+            yield [(f"d{k}", "Some words here.", "Words.")]
+
+    with _pool(DataConfig(), 2) as run:
+        results = run(chunks())
+        first = next(results)
+        ahead = len(pulled)
+        rest = list(results)
+    assert first["ids"] == ["d0"] and [r["ids"][0] for r in rest] == [f"d{k}" for k in range(1, 40)]
+    assert ahead <= 2 * 2 + 1  # Pool.imap would have read all 40 by now if the workers lagged
