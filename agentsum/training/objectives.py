@@ -165,7 +165,7 @@ class SelfCritical:
         # the host scores; the advantages go back in one copy
         candidates = torch.cat([sample, greedy]).cpu()
         references = _reference_ids(batch).cpu()
-        sampled = teacher_forced(batch, sample)
+        sampled = teacher_forced(batch, sample)  # reads the sample's length: the queue is empty after the copies
         out = model(sampled, enc)
         adv, stats = self.advantages(candidates[:B], candidates[B:], references)
         tokens = batch.tgt_mask.sum().clamp_min(1)
