@@ -36,6 +36,7 @@ import bisect
 import collections
 import dataclasses
 import fcntl
+import itertools
 import json
 import multiprocessing
 import os
@@ -279,8 +280,9 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
     """Tokenize a chunk of (id, article, summary) rows; token ids index the chunk's own type list, so
     the parent maps a few thousand strings, not every token."""
     cfg, language = _worker_cfg, _worker_language
-    local: dict[str, int] = {}
-    article, summary, agent_lengths, ids, references = [], [], [], [], []
+    article: list[str] = []
+    summary: list[str] = []
+    summary_lengths, agent_lengths, ids, references = [], [], [], []
     dropped = 0
     for doc_id, text, target in rows:
         doc = prepare(Example(doc_id, text, target, ""), cfg, language)
@@ -288,14 +290,17 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
             dropped += 1
             continue
         for chunk in doc.agents:
-            article.extend(local.setdefault(t, len(local)) for t in chunk)
-        summary.append([local.setdefault(t, len(local)) for t in doc.summary])
+            article.extend(chunk)
+        summary.extend(doc.summary)
+        summary_lengths.append(len(doc.summary))
         agent_lengths.append([len(chunk) for chunk in doc.agents])
         ids.append(doc.id)
         references.append(doc.reference)
-    return {"types": list(local), "article": np.asarray(article, dtype=np.int32),
-            "summary_lengths": np.asarray([len(s) for s in summary], dtype=np.int64),
-            "summary": np.asarray([t for s in summary for t in s], dtype=np.int32),
+    types = list(dict.fromkeys(itertools.chain(article, summary)))
+    index = {t: i for i, t in enumerate(types)}
+    return {"types": types, "article": np.fromiter(map(index.__getitem__, article), np.int32, len(article)),
+            "summary_lengths": np.asarray(summary_lengths, dtype=np.int64),
+            "summary": np.fromiter(map(index.__getitem__, summary), np.int32, len(summary)),
             "agent_lengths": np.asarray(agent_lengths, dtype=np.int32).reshape(len(ids), cfg.agents),
             "ids": ids, "references": references, "dropped": dropped}
 
