@@ -124,7 +124,8 @@ class Watch:
                 fields = {line.split(":")[0]: line.split(":")[1].strip() for line in status.splitlines() if ":" in line}
                 kb = {k: int(fields.get(k, "0 kB").split()[0]) for k in ("VmHWM", "VmRSS", "RssAnon", "RssFile")}
                 peak = self.peaks.setdefault(pid, {"cmd": cmd, "VmHWM": 0, "RssAnon": 0, "RssFile": 0})
-                peak["cmd"] = cmd  # the latest: a child sampled between fork and exec shows its parent's
+                if cmd:  # the latest non-empty one: between fork and exec a child shows its parent's
+                    peak["cmd"] = cmd  # (and an exited process, not yet reaped, shows nothing)
                 peak["VmHWM"] = max(peak["VmHWM"], kb["VmHWM"])
                 if kb["VmRSS"] >= peak.get("VmRSS", 0):
                     peak.update(VmRSS=kb["VmRSS"], RssAnon=kb["RssAnon"], RssFile=kb["RssFile"])
