@@ -270,10 +270,11 @@ def measure_format(store_path: Path, work: Path, batches: int = 200, batch_size:
     mm_tokens = np.load(flat / "tokens.npy", mmap_mode="r")
     mm_offsets = np.load(flat / "offsets.npy", mmap_mode="r")
     open_memmap = time.perf_counter() - started
-    types = store.types
-    memmap_ms = per_batch(lambda i: [types[t] for t in mm_tokens[mm_offsets[i]:mm_offsets[i + 1]].tolist()])
+    words = store._words
+    memmap_ms = per_batch(lambda i: words(np.asarray(mm_tokens[mm_offsets[i]:mm_offsets[i + 1]])))
     article = table.column("article")
-    native_ms = per_batch(lambda i: [types[t] for t in article[i].as_py()])
+    types = store._type_array
+    native_ms = per_batch(lambda i: types.take(article[i].values).to_pylist())
     return {"documents": len(store), "arrow_fetch_ms_per_batch": round(arrow_ms, 3),
             "memmap_fetch_ms_per_batch": round(memmap_ms, 3), "pyarrow_rows_fetch_ms_per_batch": round(native_ms, 3),
             "open_arrow_s": round(open_arrow, 2), "open_arrow_verified_s": round(open_verified, 2),
@@ -288,7 +289,7 @@ def measure_evaluate(corpus: Path, sizes: list[int], work: Path) -> dict:
     preparing is what grows with the corpus) on the first N documents."""
     out = {}
     for n in sizes:
-        r = run(agentsum("evaluate", "--data", str(corpus), "--end", str(n), "--beam", "1", "--max-length", "8",
+        r = run(agentsum("evaluate", "--data", str(corpus), "--end", str(n), "--beam", "1", "--min-length", "0", "--max-length", "8",
                          "--batch-size", "32", "--out", str(work / f"eval-{n}")), work / "logs" / f"evaluate-{n}.log")
         out[n] = {"seconds": round(r["seconds"], 1), "peak_rss_mb": round(max(p["VmHWM"] for p in r["peaks"].values())
                                                                           / 1024, 1)}
@@ -393,7 +394,7 @@ def main() -> None:
             started = time.perf_counter()
             build_lcsts(corpus, args.lcsts)
             print(f"built {corpus} in {time.perf_counter() - started:.0f}s", flush=True)
-        small = min(200_000, args.lcsts)
+        small = min(100_000, args.lcsts)
         results["corpora"].append(measure_corpus("LCSTS-like", "lcsts", "lcsts-small", corpus, sorted({small, args.lcsts}),
                                                  args.lcsts, 6_000, work, in_memory_sizes=[small],
                                                  single_worker_sizes=[small]))

@@ -66,6 +66,10 @@ PREPROCESSING_VERSION = 1
 #: Documents per task sent to a worker, and per Arrow record batch.
 CHUNK = 512
 
+#: Types a store keeps as Python strings (the most frequent: almost every token of a batch); the
+#: rest are read from the mapped file when a document holds one.
+HEAD_TYPES = 100_000
+
 MANIFEST = "manifest.json"
 DOCUMENTS = "documents.arrow"
 TYPES = "types.arrow"
@@ -161,8 +165,12 @@ class CorpusStore(Sequence[Document]):
             types = pa.ipc.open_file(pa.memory_map(str(self.path / TYPES), "r")).read_all()
         except (pa.ArrowInvalid, OSError) as e:
             raise StoreError(f"{self.path}: damaged store ({e}); prepare it again") from None
-        #: Token types by id (descending count) and their counts.
-        self.types: list[str] = types.column("token").to_pylist()
+        # Token types by id (descending count), left in the mapped file: documents are decoded with
+        # Arrow's take, so a process holds no Python string per type (710k at CNN/DM's size).
+        self._type_array = types.column("token").combine_chunks()
+        self._pa = pa
+        self._head: list[str] = self._type_array[:HEAD_TYPES].to_pylist()
+        #: Each type's count in the corpus, by id.
         self.counts: np.ndarray = types.column("count").to_numpy()
         self._chunks: list[_Chunk] = []
         starts = [0]
@@ -200,20 +208,39 @@ class CorpusStore(Sequence[Document]):
             raise IndexError(f"document {index} outside the store's {len(self)}")
         k = bisect.bisect_right(self._starts, index) - 1
         c, j = self._chunks[k], index - self._starts[k]
-        types = self.types
-        words = [types[t] for t in c.article_tokens[c.article_offsets[j]:c.article_offsets[j + 1]].tolist()]
+        words = self._words(c.article_tokens[c.article_offsets[j]:c.article_offsets[j + 1]])
         agents, start = [], 0
         for n in c.agent_lengths[j].tolist():
             agents.append(words[start:start + n])
             start += n
-        summary = [types[t] for t in c.summary_tokens[c.summary_offsets[j]:c.summary_offsets[j + 1]].tolist()]
+        summary = self._words(c.summary_tokens[c.summary_offsets[j]:c.summary_offsets[j + 1]])
         return Document(id=c.ids[j].as_py(), agents=agents, summary=summary, reference=c.references[j].as_py())
+
+    def _words(self, ids: np.ndarray) -> list[str]:
+        """Token strings of ids: the most frequent types from a list held in memory (the same size at
+        any corpus size), the rare rest from the mapped type column."""
+        if not len(ids):
+            return []
+        head = self._head
+        rare = ids >= len(head)
+        if not rare.any():
+            return list(map(head.__getitem__, ids.tolist()))
+        words = list(map(head.__getitem__, np.where(rare, 0, ids).tolist()))
+        where = np.flatnonzero(rare)
+        for k, w in zip(where.tolist(), self._type_array.take(self._pa.array(ids[where])).to_pylist()):
+            words[k] = w
+        return words
+
+    @property
+    def types(self) -> list[str]:
+        """Every token type, by id (a new list of the whole type list: for inspection, not per batch)."""
+        return self._type_array.to_pylist()
 
     def vocabulary(self, size: int) -> Vocabulary:
         """The ``size`` most frequent types after the special tokens: what :meth:`Vocabulary.build`
         gives for the same documents, without reading them."""
         specials = set(SPECIALS)
-        ranked = [t for t in self.types[: size + len(SPECIALS)] if t not in specials][:size]
+        ranked = [t for t in self._type_array[: size + len(SPECIALS)].to_pylist() if t not in specials][:size]
         return Vocabulary(list(SPECIALS) + ranked)
 
     def check_key(self, wanted: dict[str, Any]) -> None:
@@ -466,7 +493,8 @@ def _record_batch(pa, schema, part: dict[str, Any], article: np.ndarray, summary
 
 def _renumber(pa, source: Path, target: Path, rank: np.ndarray) -> None:
     """Rewrite the provisional (first-seen) token ids as final (frequency-ranked) ids, batch by batch."""
-    reader = pa.ipc.open_file(pa.memory_map(str(source), "r"))
+    # read, not mapped: mapped pages read once would count as this process's memory (RSS)
+    reader = pa.ipc.open_file(pa.OSFile(str(source), "rb"))
     with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
         for k in range(reader.num_record_batches):
             batch = reader.get_batch(k)
