@@ -32,6 +32,8 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from agentsum.data.text import sentences_up_to
+
 MODES = ("jieba", "char")
 
 #: Marks that end a sentence (full-width forms fold to "!" "?" under NFKC; both are listed so that
@@ -148,16 +150,7 @@ def article_sentences(text: str, mode: str = "jieba", lower: bool = True,
     sentence that brings the token count to ``limit`` or more (each sentence is tokenized on its
     own, so the sentences returned are those of the unlimited call)."""
     _check_mode(mode)
-    sentences: list[list[str]] = []
-    total = 0
-    for sentence in split_sentences(text):
-        tokens = tokenize(sentence, mode, lower)
-        if tokens:
-            sentences.append(tokens)
-            total += len(tokens)
-            if limit is not None and total >= limit:
-                break
-    return sentences
+    return sentences_up_to((tokenize(sentence, mode, lower) for sentence in split_sentences(text)), limit)
 
 
 def summary_sentences(text: str, mode: str = "jieba", lower: bool = True) -> list[list[str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+from collections.abc import Iterable
 
 import blingfire
 
@@ -208,16 +209,21 @@ def article_sentences(text: str, lower: bool = True, dialogue: bool = False,
     same tokens without the article's tail being split and tokenized.
     """
     units = _utterances(text) if dialogue else _sentences(strip_source_prefix(text))
-    sentences: list[list[str]] = []
+    return sentences_up_to((_tokenize_clean(unit, lower) for unit in units), limit)
+
+
+def sentences_up_to(sentences: Iterable[list[str]], limit: int | None) -> list[list[str]]:
+    """The non-empty token lists of ``sentences``, consumed only until they hold ``limit`` tokens
+    or more (all of them for ``limit=None``): the sentences after are never split or tokenized."""
+    kept: list[list[str]] = []
     total = 0
-    for unit in units:
-        tokens = _tokenize_clean(unit, lower)
+    for tokens in sentences:
         if tokens:
-            sentences.append(tokens)
+            kept.append(tokens)
             total += len(tokens)
             if limit is not None and total >= limit:
                 break
-    return sentences
+    return kept
 
 
 _BUFFERS = threading.local()
