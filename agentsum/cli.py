@@ -100,32 +100,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_config(args, **keys):
+    """``--config`` with ``--set`` overrides, then ``--run-dir`` and the given ``section.key`` values
+    (those that are set)."""
+    overrides = list(args.overrides)
+    keys = {"train.run_dir": args.run_dir, **keys}
+    overrides += [f"{key}={value}" for key, value in keys.items() if value]
+    return load_config(args.config, overrides)
+
+
 def cmd_train(args) -> int:
     from agentsum.training.trainer import train
 
-    overrides = list(args.overrides)
-    if args.run_dir:
-        overrides.append(f"train.run_dir={args.run_dir}")
-    if args.threads:
-        overrides.append(f"train.threads={args.threads}")
-    config = load_config(args.config, overrides)
+    config = _run_config(args, **{"train.threads": args.threads})
     best = train(config, resume=args.resume, init_from=args.init_from)
     print(best)
     return 0
 
 
 def cmd_prepare(args) -> int:
-    from agentsum.data.store import open_or_prepare
+    from agentsum.data.store import open_or_prepare, store_root
     from agentsum.training.monitor import log
 
-    overrides = list(args.overrides)
-    if args.run_dir:
-        overrides.append(f"train.run_dir={args.run_dir}")
-    if args.store_dir:
-        overrides.append(f"data.store_dir={args.store_dir}")
-    config = load_config(args.config, overrides)
+    config = _run_config(args, **{"data.store_dir": args.store_dir})
     d = config.data
-    root = Path(d.store_dir) if d.store_dir else Path(config.train.run_dir) / "data"
+    root = store_root(d, config.train.run_dir)
     splits = [s for s in ("train", "valid") if args.split in (s, "all") and getattr(d, s) is not None]
     if not splits:
         raise ConfigError(f"{args.config}: no data.{args.split if args.split != 'all' else 'train or data.valid'} "
@@ -201,9 +200,7 @@ def cmd_evaluate(args) -> int:
     examples = iter_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
                              summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
                              min_human_label=d.min_human_label, stats=stats)
-    total = estimate_rows(args.data)
-    if total is not None and (args.start is not None or args.end is not None):
-        total = len(range(total)[args.start:args.end])
+    total = estimate_rows(args.data, args.start, args.end)
     search_config = _search_config(args, summarizer.config)
     try:
         predictions, references, ids, scores = evaluate_examples(summarizer, examples, search_config,

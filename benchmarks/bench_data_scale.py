@@ -365,11 +365,13 @@ def main() -> None:
     parser.add_argument("--only", choices=("cnndm", "lcsts"), help="one corpus")
     parser.add_argument("--cnndm", type=int, default=287_227)
     parser.add_argument("--lcsts", type=int, default=2_400_000)
+    parser.add_argument("--no-evaluate", action="store_true", help="skip evaluate's memory (11,490 decodes)")
+    parser.add_argument("--results", default=str(RESULTS), help="where data_scale.{json,md} go")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{os.cpu_count()} cores",
-               "load": round(os.getloadavg()[0], 2), "corpora": []}
+               "load": round(os.getloadavg()[0], 2), "corpora": [], "out": args.results}
     if args.only in (None, "cnndm"):
         corpus = work / f"cnndm-{args.cnndm}.jsonl"
         if not corpus.exists():
@@ -386,8 +388,9 @@ def main() -> None:
         results["step_preset"] = "m6"
         results["step_ms"] = train_step_ms("m6", str(corpus), store, work, 50_000)
         save(results)
-        results["evaluate"] = measure_evaluate(corpus, [1_000, 11_490], work)
-        save(results)
+        if not args.no_evaluate:
+            results["evaluate"] = measure_evaluate(corpus, [1_000, 11_490], work)
+            save(results)
     if args.only in (None, "lcsts"):
         corpus = work / f"lcsts-{args.lcsts}.jsonl"
         if not corpus.exists():
@@ -402,9 +405,10 @@ def main() -> None:
 
 
 def save(results: dict) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "data_scale.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    (RESULTS / "data_scale.md").write_text(report(results), encoding="utf-8")
+    out = Path(results["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "data_scale.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (out / "data_scale.md").write_text(report(results), encoding="utf-8")
     print(report(results), flush=True)
 
 

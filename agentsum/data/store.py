@@ -351,9 +351,12 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def estimate_rows(spec: str) -> int | None:
-    """Lines of a plain line-oriented corpus file (a fast byte count), for the progress line's ETA;
-    None when that says nothing (directories, JSON arrays, compressed files, ``hf:``)."""
+def estimate_rows(spec: str, start: int | None = None, end: int | None = None) -> int | None:
+    """Rows [start, end) of a corpus, for a progress line's ETA: ``end - start`` when both bounds say
+    it, else from the lines of a plain line-oriented file (a fast byte count); None when that says
+    nothing (directories, JSON arrays, compressed files, ``hf:``)."""
+    if end is not None and end >= 0 and (start or 0) >= 0:
+        return max(end - (start or 0), 0)
     path = Path(spec)
     if spec.startswith("hf:") or not path.is_file() or path.suffix in (".gz", ".json", ".story", ".txt"):
         return None
@@ -361,7 +364,13 @@ def estimate_rows(spec: str) -> int | None:
     with open(path, "rb") as handle:
         while block := handle.read(1 << 24):
             lines += block.count(b"\n")
-    return lines
+    return len(range(lines)[start:end])
+
+
+def store_root(cfg: DataConfig, run_dir: str | Path) -> Path:
+    """The directory that holds a run's stores (``ROOT/train``, ``ROOT/valid``): ``data.store_dir``,
+    else ``RUN_DIR/data``."""
+    return Path(cfg.store_dir) if cfg.store_dir else Path(run_dir) / "data"
 
 
 class Progress:
@@ -410,10 +419,7 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
     examples = sources.iter_examples(source.path, start=source.start, end=source.end, article_field=cfg.article_field,
                                      summary_field=cfg.summary_field, id_field=cfg.id_field, skip_bad=cfg.skip_bad,
                                      min_human_label=cfg.min_human_label, stats=stats)
-    total = estimate_rows(source.path)
-    if total is not None:
-        total = max(0, min(total, source.end if source.end is not None and source.end >= 0 else total)
-                    - max(source.start or 0, 0))
+    total = estimate_rows(source.path, source.start, source.end)
     shown = Progress(f"preparing {source.path}", total, enabled=progress)
     schema = pa.schema([("id", pa.string()), ("article", pa.list_(pa.int32())),
                         ("agent_lengths", pa.list_(pa.int32(), cfg.agents)), ("summary", pa.list_(pa.int32())),

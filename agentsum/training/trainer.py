@@ -25,7 +25,7 @@ from agentsum.config import Config
 from agentsum.data.batch import Batch, round_up
 from agentsum.data.dataset import (DataConfig, DataSource, Document, document_lengths, iterate_global_batches,
                                    load_documents, sorted_batches, to_batch)
-from agentsum.data.store import CorpusStore, open_or_prepare
+from agentsum.data.store import CorpusStore, open_or_prepare, store_root
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.search import SearchConfig
 from agentsum.devices import check_bf16, copy_to, cpu_has_bf16, use_tf32
@@ -52,9 +52,8 @@ def training_corpus(source: DataSource, cfg: DataConfig, run_dir: Path, split: s
     corpus prepared in memory."""
     if not cfg.store:
         return load_documents(source, cfg, warn=log if main else None)
-    root = Path(cfg.store_dir) if cfg.store_dir else run_dir / "data"
-    return open_or_prepare(source, cfg, root / split, workers=cfg.prepare_workers, warn=log if main else None,
-                           progress=main)
+    return open_or_prepare(source, cfg, store_root(cfg, run_dir) / split, workers=cfg.prepare_workers,
+                           warn=log if main else None, progress=main)
 
 
 @torch.no_grad()

@@ -251,3 +251,13 @@ def test_workers_get_a_bounded_number_of_chunks_ahead_of_the_writer(tmp_path):
         rest = list(results)
     assert first["ids"] == ["d0"] and [r["ids"][0] for r in rest] == [f"d{k}" for k in range(1, 40)]
     assert ahead <= 2 * 2 + 1  # Pool.imap would have read all 40 by now if the workers lagged
+
+
+def test_the_progress_total_comes_from_the_bounds_or_the_file_lines(tmp_path):
+    from agentsum.data.store import estimate_rows
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(40))
+    assert estimate_rows(corpus) == 40
+    assert estimate_rows(corpus, 10) == 30 and estimate_rows(corpus, None, -5) == 35
+    assert estimate_rows(str(tmp_path / "absent.jsonl"), 5, 30) == 25  # the bounds say it: no read
+    assert estimate_rows(str(tmp_path)) is None
