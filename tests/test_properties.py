@@ -589,3 +589,72 @@ def test_the_buffered_sentence_splitter_is_blingfire(line):
 @given(st.one_of(texts, st.text(alphabet=st.characters(max_codepoint=127), max_size=200)))
 def test_clean_text_takes_a_short_path_for_ascii_with_the_same_result(raw):
     assert text.clean_text(raw) == text._CONTROL_RE.sub("", raw.translate(text._CHAR_MAP))
+
+
+def _old_sentences(raw: str) -> list[str]:
+    """The article's sentences as the whole text cleaned at once and every line given to blingfire."""
+    import blingfire
+
+    out = []
+    for line in text.clean_text(raw).splitlines():
+        line = line.strip()
+        if line:
+            out.extend(s.strip() for s in blingfire.text_to_sentences(line).split("\n") if s.strip())
+    return out
+
+
+ASCII_LINES = st.lists(st.one_of(st.sampled_from(MIXED_PIECES + LOOKAHEAD_PIECES),
+                                 st.text(alphabet=st.characters(max_codepoint=127), max_size=12)),
+                       max_size=30).map(" ".join)
+
+
+@props(500)
+@given(st.lists(st.one_of(texts, ASCII_LINES), max_size=6),
+       st.lists(st.sampled_from(["\n", "\r\n", "\n\n", "\x0b", "\x1c", "\u2028", "\x85", " \n "]), min_size=1,
+                max_size=3))
+def test_lazy_sentences_are_the_whole_text_cleaned_and_split(lines, breaks):
+    raw = "".join(line + breaks[i % len(breaks)] for i, line in enumerate(lines))
+    assert list(text._sentences(raw)) == _old_sentences(raw)
+
+
+@props(500)
+@given(ASCII_LINES)
+def test_blingfire_keeps_an_ascii_line_without_inner_sentence_end_whole(line):
+    import blingfire
+
+    line = text.clean_text(line).strip()
+    assume(line.isascii() and line.splitlines() == [line] and not re.search(r"[.!?]", line[:-1]))
+    assert blingfire.text_to_sentences(line) == line
+
+
+def _partitions(n: int, k: int):
+    """Every way to cut units [0, n) into k contiguous (possibly empty) groups, as group ends."""
+    for cuts in itertools.combinations_with_replacement(range(n + 1), k - 1):
+        yield [*cuts, n]
+
+
+@props(400)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=9), st.integers(1, 4), st.integers(1, 40))
+def test_min_squares_partition_is_the_best_of_all_partitions(lengths, groups, slack):
+    from agentsum.data.agents import _min_squares_partition
+
+    cap = max(lengths) + slack
+    best = None
+    for ends in _partitions(len(lengths), groups):
+        starts = [0, *ends[:-1]]
+        totals = [sum(lengths[a:b]) for a, b in zip(starts, ends)]
+        if max(totals) > cap:
+            continue
+        # smallest sum of squares; on ties the larger earlier groups (lexicographically largest ends)
+        rank = (sum(t * t for t in totals), [-e for e in ends])
+        if best is None or rank < best[0]:
+            best = (rank, list(zip(starts, ends)))
+    assume(best is not None)
+    assert _min_squares_partition(lengths, groups, cap) == best[1]
+
+
+@props(400)
+@given(st.text(alphabet=st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo"]), min_size=1, max_size=12),
+       st.booleans())
+def test_a_piece_of_letters_is_one_token(piece, lower):
+    assert text._piece_tokens(piece, lower) == tuple(whole_sentence_tokens(piece, lower))

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import accumulate
+
+import numpy as np
 
 #: Table 6 of the paper, CNN/DailyMail: tokens per agent for 2, 3 and 5 agents.
 PAPER_AGENT_BUDGET: dict[int, int] = {2: 375, 3: 250, 5: 150}
@@ -59,8 +60,12 @@ def split_among_agents(
     n_agents: int,
     budget: int,
     max_article_tokens: int,
+    piece: int | None = None,
 ) -> list[list[str]]:
-    """Exactly ``n_agents`` token lists (some empty for short documents); see the module rules."""
+    """Exactly ``n_agents`` token lists (some empty for short documents); see the module rules.
+    ``piece``: the longest sentence unit of rule 2 (default ``budget``). With a budget as large
+    as the truncation (``data.agent_split: whole``), pieces of ceil(tokens / M) keep one long
+    sentence from filling a single agent."""
     if n_agents < 1:
         raise ValueError(f"n_agents must be >= 1, got {n_agents}")
     if budget < 1:
@@ -68,7 +73,8 @@ def split_among_agents(
     if max_article_tokens < 0:
         raise ValueError(f"max_article_tokens must be >= 0, got {max_article_tokens}")
     kept = _truncate(sentences, min(max_article_tokens, n_agents * budget))
-    units = [piece for sentence in kept for piece in _cut(sentence, budget)]
+    size = min(piece or budget, budget)
+    units = [unit for sentence in kept for unit in _cut(sentence, size)]
     bounds = _balanced_partition([len(u) for u in units], n_agents, budget)
     if bounds is None:
         return _greedy_fill(units, n_agents, budget)
@@ -135,35 +141,40 @@ def _min_squares_partition(lengths: Sequence[int], n_groups: int, cap: int) -> l
     """Contiguous partition into ``n_groups`` (possibly empty) groups of total <= cap that
     minimises the sum of squared group totals; ties go to the larger earlier group.
 
-    Dynamic programme over (group, first unit): O(n_groups * units * units-per-cap).
+    Dynamic programme over (group, first unit), one group at a time on a (units+1)^2 table of
+    group totals: ``cost[i]``, the best cost of placing units[i:] into the groups after the
+    current one, gives the current group's best end for every start at once.
     """
     n_units = len(lengths)
-    prefix = [0, *accumulate(lengths)]
-    inf = float("inf")
-    # cost[i]: best cost of placing units[i:] into the groups after the current one.
-    cost = [inf] * n_units + [0.0]
-    choice: list[list[int]] = []
+    prefix = np.zeros(n_units + 1, dtype=np.int64)
+    np.cumsum(lengths, out=prefix[1:])
+    total = prefix[None, :] - prefix[:, None]  # total[i, j]: units[i:j] as one group
+    upper = np.triu(np.ones((n_units + 1, n_units + 1), dtype=bool))
+    fits = upper & (total <= cap)
+    square = np.where(fits, total * total, _INFEASIBLE)
+    cost = np.full(n_units + 1, _INFEASIBLE, dtype=np.int64)
+    cost[n_units] = 0
+    choice: list[np.ndarray] = []
     for _ in range(n_groups):
-        new_cost = [inf] * (n_units + 1)
-        new_choice = [n_units] * (n_units + 1)
-        for i in range(n_units + 1):
-            j = i
-            while j <= n_units and prefix[j] - prefix[i] <= cap:
-                total = (prefix[j] - prefix[i]) ** 2 + cost[j]
-                if total <= new_cost[i]:  # "<=": prefer the larger j (fuller earlier group)
-                    new_cost[i], new_choice[i] = total, j
-                j += 1
-        cost = new_cost
-        choice.append(new_choice)
+        candidates = np.minimum(square + cost[None, :], _INFEASIBLE)
+        # the last (largest) j among equal minima: argmin over the columns reversed
+        ends = n_units - np.argmin(candidates[:, ::-1], axis=1)
+        cost = candidates[np.arange(n_units + 1), ends]
+        choice.append(ends)
     choice.reverse()  # choice[k][i]: end unit of group k when it starts at unit i
     bounds: list[tuple[int, int]] = []
     start = 0
     for k in range(n_groups):
-        end = choice[k][start]
+        end = int(choice[k][start])
         bounds.append((start, end))
         start = end
     assert start == n_units, "the cap was checked feasible"
     return bounds
+
+
+#: Cost of a partition that does not fit (any feasible cost is far below it, and one addition of
+#: two such costs stays inside int64).
+_INFEASIBLE = np.int64(1 << 61)
 
 
 def _greedy_fill(units: list[list[str]], n_agents: int, budget: int) -> list[list[str]]:
