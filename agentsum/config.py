@@ -36,6 +36,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "data.language": ("en", "zh"),
     "data.zh_tokenizer": ("jieba", "char"),
     "data.zh_rouge_unit": ("char", "word"),
+    "data.agent_split": ("table6", "whole"),
     "train.objective": ("mle", "mle+sem", "rl", "mixed", "mixed+sem"),
     "train.schedule": ("none", "constant", "noam"),
     "train.optimizer": ("adam", "adamw", "sgd"),
@@ -71,6 +72,9 @@ class TrainConfig:
     intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward
     reward: str = "rougeL"  # rouge1 | rouge2 | rougeL, F1 on token ids
     rl_max_length: int = 100  # longest sampled summary during RL
+    # RL's sample and greedy baseline are decoded with dropout off (eval mode), then scored with dropout
+    # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
+    rl_decode_dropout: bool = False
     init_from: str | None = None  # start from this checkpoint's weights and vocabulary (RL after MLE)
     valid_rouge_docs: int = 100  # validation documents decoded (greedy) for ROUGE-L model selection
     batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
@@ -139,6 +143,9 @@ def _check_choices(config: Config, where: str) -> None:
         value = getattr(getattr(config, section), name)
         if value not in allowed:
             raise ConfigError(f"{where}: {key} must be one of {', '.join(allowed)}; got {value!r}")
+    if config.data.agent_split == "whole" and config.data.agent_tokens:
+        raise ConfigError(f"{where}: data.agent_tokens ({config.data.agent_tokens}) and data.agent_split: whole "
+                          f"both set the agents' budget; give one")
     reward = config.train.reward
     if not (reward == "rougeL" or (reward.startswith("rouge") and reward[5:].isdigit() and int(reward[5:]) > 0)):
         raise ConfigError(f"{where}: train.reward must be rougeL or rougeN (rouge1, rouge2, ...); got {reward!r}")

@@ -47,6 +47,10 @@ class DataConfig:
     agents: int = 3  # M; 1 is the single-agent baseline
     max_article_tokens: int = 400  # paper: 400 or 800
     agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M
+    # table6: each agent reads at most its Table 6 budget (3 x 250 = 750 of 800 tokens, less where sentence
+    # breaks fall badly); whole: the agents share all max_article_tokens, balanced along sentences, so M
+    # agents read the same tokens as one agent does
+    agent_split: str = "table6"
     max_summary_tokens: int = 100  # training targets (paper: 100)
     vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
     skip_bad: bool = False  # skip and count malformed corpus lines instead of stopping
@@ -102,6 +106,12 @@ def shown_agents(doc: Document, cfg: DataConfig) -> list[list[str]]:
 
 
 def agent_budget(cfg: DataConfig) -> int:
+    """Tokens each agent may read: ``data.agent_tokens``, else the paper's Table 6 value for M
+    (``agent_split: table6``), or the whole truncation (``agent_split: whole``): with that budget
+    the balanced split of :mod:`agentsum.data.agents` keeps every one of the first
+    ``max_article_tokens`` tokens and only balances the agents' shares along sentence breaks."""
+    if cfg.agent_split == "whole":
+        return cfg.max_article_tokens
     return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
 
 
@@ -115,8 +125,10 @@ def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = 
     # split_among_agents keeps the first min(max_article_tokens, agents x budget) tokens: the rest of
     # the article is not split into sentences or tokenized at all (a CNN article is ~40 sentences).
     kept = min(cfg.max_article_tokens, cfg.agents * budget)
+    # agent_split: whole cuts a sentence longer than an equal share, so that every agent gets text
+    piece = -(-cfg.max_article_tokens // cfg.agents) if cfg.agent_split == "whole" else None
     agents = split_among_agents(language.article_sentences(example.article, limit=kept), cfg.agents, budget,
-                                cfg.max_article_tokens)
+                                cfg.max_article_tokens, piece)
     return Document(id=example.id, agents=agents, summary=flat[: cfg.max_summary_tokens],
                     reference=language.join_sentences(summary), article=example.article if keep_text else "")
 

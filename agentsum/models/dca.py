@@ -24,7 +24,11 @@ Choices where the paper is silent or ambiguous (also in docs/model.md):
 * Without communication (ablation m4) the message is 0, so f(h) = V1 tanh(W3 h): same layers,
   no information from other agents.
 * The decoder LSTM's initial cell state is zero (the paper only gives s_0 = h_{1,I}^(K)); its input
-  is the embedding of the previous word (eq 12 conditions on s_t and w_{t-1} only).
+  is the embedding of the previous word (eq 12 conditions on s_t and w_{t-1} only). With
+  ``input_feeding`` it is [y_{t-1}; c*_{t-1}], as in See et al.'s pointer-generator code and
+  OpenNMT-py's ``input_feed``: the previous agent context then reaches the agent attention of eq (10)
+  and the switches of eq (14) through s_t, not only the vocabulary MLP of eq (13); teacher forcing
+  runs step by step (c*_t depends on s_t, and s_{t+1} on c*_t).
 * The "MLP" of eq (12)/(13) is Linear -> tanh -> Linear; c*_0 = 0 for contextual agent attention.
 * y_t in eq (14) is the embedding of the decoder input at step t (the previous word).
 """
@@ -70,6 +74,8 @@ class DCAConfig:
     # s_0: "first" is h^(K)_{1,I} as printed; "mean" averages the agents that hold text, so the
     # decoder does not start from agent 1's part alone.
     init_state: str = "first"
+    # The decoder LSTM reads [y_{t-1}; c*_{t-1}] (input feeding) instead of y_{t-1} alone; off as printed.
+    input_feeding: bool = False
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
@@ -220,7 +226,7 @@ class DCA(nn.Module):
         self.local = BiLSTMLayer(E, H)  # eq (1)-(2)
         self.contextual = nn.ModuleList(ContextualLayer(H) for _ in range(config.contextual_layers))
         # Decoder (section 2.2).
-        self.decoder = nn.LSTM(E, H, batch_first=True)
+        self.decoder = nn.LSTM(E + H if config.input_feeding else E, H, batch_first=True)
         self.w5 = nn.Linear(H, H, bias=False)  # eq (8)
         if config.coverage:
             self.w_cov = nn.Linear(1, H, bias=False)  # w_c of See et al. (2017), eq (11)
@@ -294,16 +300,11 @@ class DCA(nn.Module):
         return DecoderState(hidden=h0, cell=torch.zeros_like(h0), context=torch.zeros_like(enc.init_hidden),
                             coverage=coverage)
 
-    def _attend(self, enc: EncoderOutput, s: torch.Tensor, y: torch.Tensor, prev_context: torch.Tensor | None,
-                coverage: torch.Tensor | None = None):
-        """Eq (8)-(16) for decoder states s: (B, T, H) and inputs y: (B, T, E).
-
-        prev_context: (B, 1, H) c*_{t-1} for a single step, or None in teacher forcing, where it is
-        c* shifted by one step (c*_t does not depend on c*_{t-1}, so all steps run at once).
-        coverage: (B, A, S) before this step (with ``coverage``; None in teacher forcing = zeros).
-        Returns the distribution, the attention, c*_t, the coverage after the last step and the
-        per-step coverage loss (both None without ``coverage``).
-        """
+    def _contexts(self, enc: EncoderOutput, s: torch.Tensor, coverage: torch.Tensor | None = None):
+        """Eq (8)-(11) for decoder states s: (B, T, H): word attention (B, T, A, S), agent attention
+        (B, T, A), agent contexts c^t_a (B, T, A, H), c*_t (B, T, H), the coverage after the last
+        step and the per-step coverage loss (both None without ``coverage``).
+        coverage: (B, A, S) before the first of these steps (None = zeros)."""
         B, T, H = s.shape
         _, A, S, _ = enc.states.shape
         # eq (8): l^t_a = softmax_i(v2^T tanh(W5 h_{a,i} + W6 s_t + b1))
@@ -322,6 +323,23 @@ class DCA(nn.Module):
         agent_attn = masked_softmax(agent_scores, enc.agent_mask.unsqueeze(1))
         # eq (11): c*_t = sum_a g^t_a c^t_a
         agent_context = torch.einsum("bta,btah->bth", agent_attn, context)  # (B, T, H)
+        return word_attn, agent_attn, context, agent_context, coverage, cov_loss
+
+    def _attend(self, enc: EncoderOutput, s: torch.Tensor, y: torch.Tensor, prev_context: torch.Tensor | None,
+                coverage: torch.Tensor | None = None, contexts: tuple | None = None):
+        """Eq (8)-(16) for decoder states s: (B, T, H) and inputs y: (B, T, E).
+
+        prev_context: (B, 1, H) c*_{t-1} for a single step, or None in teacher forcing, where it is
+        c* shifted by one step (without input feeding c*_t does not depend on c*_{t-1}, so all steps
+        run at once). coverage: (B, A, S) before this step (with ``coverage``; None in teacher
+        forcing = zeros). contexts: :meth:`_contexts` of ``s``, when already computed.
+        Returns the distribution, the attention, c*_t, the coverage after the last step and the
+        per-step coverage loss (both None without ``coverage``).
+        """
+        B, T, H = s.shape
+        _, A, S, _ = enc.states.shape
+        word_attn, agent_attn, context, agent_context, coverage, cov_loss = (
+            contexts if contexts is not None else self._contexts(enc, s, coverage))
         # eq (12) / (13)
         features = [s, agent_context]
         if self.config.contextual_agent_attention:
@@ -400,10 +418,32 @@ class DCA(nn.Module):
         enc = self.encode(batch) if enc is None else enc
         state = self.init_state(enc)
         y = self.input_embedding(batch.tgt_in)  # (B, T, E)
+        if self.config.input_feeding:
+            s, contexts = self._fed_states(enc, state, y)
+            dist, attention, _, _, coverage_loss = self._attend(enc, s, y, None, contexts=contexts)
+            return DecoderOutput(dist, attention, s, coverage_loss)
         # The decoder LSTM reads only the previous words, so all T steps run in one call.
         s, _ = float32_lstm(self.decoder, y, (state.hidden, state.cell))  # (B, T, H)
         dist, attention, _, _, coverage_loss = self._attend(enc, s, y, None)
         return DecoderOutput(dist, attention, s, coverage_loss)
+
+    def _fed_states(self, enc: EncoderOutput, state: DecoderState, y: torch.Tensor):
+        """Teacher forcing with input feeding: s_t = LSTM([y_{t-1}; c*_{t-1}]) one step at a time, with
+        eq (8)-(11) at each step for the next c*. Returns s (B, T, H) and the :meth:`_contexts` of
+        all steps, so that the output layers (eq 12-16) still run once over every step."""
+        hidden, cell, prev, coverage = state.hidden, state.cell, state.context, state.coverage
+        states, steps = [], []
+        for t in range(y.size(1)):
+            x = torch.cat([y[:, t : t + 1], prev.unsqueeze(1).to(y.dtype)], dim=-1)
+            s_t, (hidden, cell) = float32_lstm(self.decoder, x, (hidden, cell))
+            step = self._contexts(enc, s_t, coverage)
+            coverage, prev = step[4], step[3].squeeze(1)
+            states.append(s_t)
+            steps.append(step)
+        word, agent, context, agent_context, _, cov = zip(*steps)
+        contexts = (torch.cat(word, 1), torch.cat(agent, 1), torch.cat(context, 1), torch.cat(agent_context, 1),
+                    coverage, torch.cat(cov, 1) if cov[0] is not None else None)
+        return torch.cat(states, 1), contexts
 
     def step(self, enc: EncoderOutput, state: DecoderState, input_ids: torch.Tensor):
         """One decoding step. input_ids: (N,) previous words (extended ids).
@@ -417,7 +457,8 @@ class DCA(nn.Module):
         """One step returning the CopyDistribution (N, 1, ...), the new state, the attention
         (N, 1, ...) and the decoder state s_t (N, H): everything :meth:`step` condenses."""
         y = self.input_embedding(input_ids).unsqueeze(1)  # (N, 1, E)
-        s, (hidden, cell) = float32_lstm(self.decoder, y, (state.hidden, state.cell))  # (N, 1, H)
+        x = torch.cat([y, state.context.unsqueeze(1).to(y.dtype)], dim=-1) if self.config.input_feeding else y
+        s, (hidden, cell) = float32_lstm(self.decoder, x, (state.hidden, state.cell))  # (N, 1, H)
         dist, attention, context, coverage, _ = self._attend(enc, s, y, state.context.unsqueeze(1), state.coverage)
         return dist, DecoderState(hidden, cell, context.squeeze(1), coverage), attention, s.squeeze(1)
 

@@ -22,6 +22,7 @@ from agentsum.data.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.copying import teacher_forced
 from agentsum.decoding.search import SearchConfig, sample_and_greedy
 from agentsum.devices import copy_to
+from agentsum.models.dropout import Dropout
 from agentsum.training.distributed import unwrap
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 
@@ -115,14 +116,22 @@ class SelfCritical:
     with every greedy sentence beyond the sample's last sentence added to the last sentence's
     baseline. The advantages of a sample's sentences therefore sum to r(sample) - r(greedy), the
     advantage of eq (20), and each token is weighted by its sentence's advantage.
+
+    Dropout. The sample and the baseline are decoded with dropout off (the model in eval mode, its
+    own encoding without gradients), then the sample is scored with dropout on, as every training
+    pass is: decoded in train mode, the sampling policy and the scored one would differ by their
+    dropout masks, and the greedy baseline would be a noisy draw (with dropout 0.3, one mask per
+    pass). ``decode_dropout=True`` (``train.rl_decode_dropout``) keeps train mode for decoding,
+    sharing the training pass's encoding. A model without dropout decodes from that encoding either way.
     """
 
     selection = "valid_rougeL"
 
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
                  intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
-                 coverage_weight: float = 0.0):
+                 coverage_weight: float = 0.0, decode_dropout: bool = False):
         self.gamma = gamma
+        self.decode_dropout = decode_dropout
         self.intermediate = intermediate
         self.reward = reward
         self.max_length = max_length
@@ -157,8 +166,16 @@ class SelfCritical:
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
         core = unwrap(model)  # model may be wrapped by DistributedDataParallel; its forward carries the gradients
-        enc = core.encode(batch)
-        sample, greedy = sample_and_greedy(core, batch, self.sampling, enc=enc)
+        if self.decode_dropout or not core.training or not has_dropout(core):
+            enc = core.encode(batch)
+            sample, greedy = sample_and_greedy(core, batch, self.sampling, enc=enc)
+        else:
+            core.eval()
+            try:
+                sample, greedy = sample_and_greedy(core, batch, self.sampling)  # its own encoding, no gradients
+            finally:
+                core.train()
+            enc = core.encode(batch)
         B = sample.size(0)
         # ROUGE is computed on the host: one copy of both sequences and one of the references,
         # taken before the teacher-forced pass is queued, so that the device runs that pass while
@@ -179,6 +196,11 @@ class SelfCritical:
         stats.update(loss=loss.detach(), rl=rl.detach(), tokens=tokens,
                      sample_length=float((candidates[:B] != PAD_ID).sum(1).float().mean()))
         return loss, stats
+
+
+def has_dropout(model: torch.nn.Module) -> bool:
+    """Whether some dropout layer of ``model`` drops anything (p > 0)."""
+    return any(isinstance(m, (torch.nn.Dropout, Dropout)) and m.p > 0 for m in model.modules())
 
 
 def sentence_baselines(sample: torch.Tensor, greedy: torch.Tensor, greedy_token_rewards: torch.Tensor,
@@ -231,5 +253,6 @@ def build_objective(train_config, vocab: Vocabulary):
     if name in ("rl", "mixed", "mixed+sem"):
         gamma = 1.0 if name == "rl" else train_config.gamma
         return SelfCritical(ends, gamma=gamma, sem_weight=sem, intermediate=train_config.intermediate_rewards,
-                            reward=train_config.reward, max_length=train_config.rl_max_length, coverage_weight=cov)
+                            reward=train_config.reward, max_length=train_config.rl_max_length, coverage_weight=cov,
+                            decode_dropout=train_config.rl_decode_dropout)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")

@@ -96,3 +96,48 @@ def test_bad_rows_stop_reading_unless_skip_bad_and_then_warn(tmp_path):
     examples = read_examples(DataSource(str(path)), DataConfig(skip_bad=True), warn=warnings.append)
     assert [e.article for e in examples] == ["A cat.", "A dog."]
     assert len(warnings) == 1 and warnings[0].startswith(f"{path}: skipped 1 bad line(s); first: {path}:2: invalid JSON")
+
+
+def _long_articles(n: int, seed: int = 0) -> list[Example]:
+    """Articles of 1,000-1,500 words in sentences of 4-45 words (CNN/DM's range)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        sentences, words = [], 0
+        while words < rng.randint(1000, 1500):
+            k = rng.randint(4, 45)
+            sentences.append(" ".join(["The", *(f"w{rng.randrange(500)}" for _ in range(k - 1))]) + ".")
+            words += k + 1
+        out.append(Example(f"d{i}", " ".join(sentences), "a summary .", ""))
+    return out
+
+
+@pytest.mark.parametrize("agents", [2, 3, 5])
+def test_whole_agent_split_reads_the_tokens_one_agent_reads(agents):
+    """agent_split: whole gives M agents exactly the first max_article_tokens tokens that one agent
+    reads, in order; the Table 6 reading keeps at most M x budget, and here fewer."""
+    one = DataConfig(agents=1, max_article_tokens=800)
+    whole = dataclasses.replace(one, agents=agents, agent_split="whole")
+    table6 = dataclasses.replace(one, agents=agents)
+    kept_table6 = []
+    for ex in _long_articles(40):
+        single = prepare(ex, one).agents[0]
+        split = prepare(ex, whole).agents
+        assert len(single) == 800
+        assert [t for a in split for t in a] == single
+        assert all(split) and max(map(len, split)) <= -(-800 // agents) + 46  # balanced to a sentence (<= 46)
+        kept_table6.append(sum(map(len, prepare(ex, table6).agents)))
+    assert max(kept_table6) <= agents * {2: 375, 3: 250, 5: 150}[agents] and sum(kept_table6) < 40 * 800
+    # one sentence of 1,000 words: cut into equal shares, not given to one agent
+    run_on = Example("r", " ".join(f"w{i}" for i in range(1000)), "", "")
+    assert [len(a) for a in prepare(run_on, whole).agents] == [800 // agents + (i < 800 % agents)
+                                                               for i in range(agents)]
+
+
+def test_agent_split_whole_refuses_an_agent_budget_too():
+    from agentsum.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"agent_tokens \(100\) and data.agent_split: whole"):
+        load_config("m6", ["data.agent_split=whole", "data.agent_tokens=100"])

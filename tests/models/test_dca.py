@@ -31,6 +31,12 @@ CONFIGS += [dict(pointer="single", coverage=True),
 # the readings of "an agent's last hidden state" and of s_0 that the paper leaves open
 CONFIGS += [dict(pointer="multi", contextual_agent_attention=True, communication=True, agent_state="ends",
                  init_state="mean")]
+# input feeding: [y_{t-1}; c*_{t-1}] into the decoder LSTM, with and without caa, coverage and one pointer
+CONFIGS += [dict(pointer="multi", contextual_agent_attention=caa, communication=True, input_feeding=True)
+            for caa in (False, True)]
+CONFIGS += [dict(pointer="single", coverage=True, input_feeding=True),
+            dict(pointer="multi", contextual_agent_attention=True, communication=True, coverage=True,
+                 input_feeding=True)]
 
 
 def tiny_model(seed=0, **kw) -> DCA:
@@ -374,3 +380,46 @@ def test_the_copy_switch_stays_below_one_under_bf16_autocast(pointer):
     copied = out.dist.copy_weight.sum(-1)[batch.tgt_mask]
     assert torch.allclose(copied.float(), torch.full_like(copied.float(), 1 - torch.sigmoid(torch.tensor(7.0)).item()),
                           rtol=1e-2)
+
+
+@pytest.mark.parametrize("feeding", [False, True])
+def test_previous_context_reaches_the_agent_attention_only_with_input_feeding(feeding):
+    """Without input feeding c*_{t-1} enters only eq (13)'s MLP, so the agent attention g^t of
+    eq (10) cannot depend on it; with input feeding it enters s_t, and g^t moves with it."""
+    model = tiny_model(contextual_agent_attention=True, input_feeding=feeding)
+    with torch.no_grad():  # sharper agent scores than a fresh initialisation's near-uniform ones
+        model.v3.weight.mul_(50)
+        model.w8.weight.mul_(10)
+    batch = batch_of([0])
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    _, _, before = model.step(enc, state, torch.tensor([BOS_ID]))
+    state.context = torch.randn_like(state.context)
+    _, _, after = model.step(enc, state, torch.tensor([BOS_ID]))
+    moved = (before.agent - after.agent).abs().max()
+    assert (moved > 1e-4) if feeding else moved == 0
+    assert ((before.word - after.word).abs().max() > 1e-6) if feeding else torch.equal(before.word, after.word)
+
+
+def test_input_feeding_beam_search_carries_the_context():
+    """Beam search with input feeding scores each hypothesis as a step-by-step re-scoring of its
+    words does: the context travels with each beam through reordering."""
+    from agentsum.data.vocab import EOS_ID
+    from agentsum.decoding.search import SearchConfig, search
+
+    model = tiny_model(pointer="multi", contextual_agent_attention=True, input_feeding=True)
+    batch = batch_of([0, 1], summaries=False)
+    config = SearchConfig(beam_size=3, min_length=0, max_length=8, block_trigrams=False, length_penalty=0.0)
+    found = search(model, batch, config)
+    checked = 0
+    for b, hyps in enumerate(found.n_best):
+        enc = model.encode(batch_of([b], summaries=False))
+        for hyp in hyps:
+            state, prev, total = model.init_state(enc), torch.tensor([BOS_ID]), 0.0
+            for token in [*hyp.tokens, EOS_ID] if hyp.finished else hyp.tokens:
+                log_probs, state, _ = model.step(enc, state, prev)
+                total += float(log_probs[0, token])
+                prev = torch.tensor([token])
+            assert total == pytest.approx(hyp.score, abs=1e-4)
+            checked += 1
+    assert checked >= 4

@@ -142,6 +142,52 @@ def test_mixed_objective_trains_and_reports_rewards():
     assert silent == []  # every parameter receives a non-zero gradient
 
 
+@pytest.mark.parametrize("decode_dropout", [False, True])
+def test_rl_decodes_without_dropout_and_scores_with_it(decode_dropout, monkeypatch):
+    """The sample and the greedy baseline come from the model in eval mode (dropout off, no gradients):
+    the greedy baseline is then the model's own greedy summary, the same on every call; the sample is
+    scored by a pass in train mode. ``decode_dropout`` keeps the old reading: decoded in train mode."""
+    from agentsum.training import objectives
+
+    model = tiny_model(pointer="multi", contextual_agent_attention=True, dropout=0.5).train()
+    batch = make_batch(DOCS, VOCAB, summaries=SUMMARIES)
+    decoded, scored = [], []
+    real = objectives.sample_and_greedy
+
+    def recording(core, *args, **kwargs):
+        out = real(core, *args, **kwargs)
+        decoded.append((core.training, out[1].clone()))
+        return out
+
+    monkeypatch.setattr(objectives, "sample_and_greedy", recording)
+    model.register_forward_hook(lambda module, args, out: scored.append(module.training))
+    objective = SelfCritical(sentence_end_ids(VOCAB), gamma=0.97, max_length=10, decode_dropout=decode_dropout)
+    for _ in range(3):
+        loss, _ = objective(model, batch)
+        loss.backward()
+    assert model.training  # left in train mode
+    assert [mode for mode, _ in decoded] == [decode_dropout] * 3
+    assert scored and all(scored)  # every teacher-forced pass (RL and MLE) ran with dropout on
+    model.eval()
+    _, greedy = real(model, batch, objective.sampling)
+    same = [torch.equal(g, greedy) for _, g in decoded]
+    assert same == [True] * 3 if not decode_dropout else not all(same)
+
+
+def test_rl_without_dropout_decodes_from_the_training_encoding(monkeypatch):
+    """A model without dropout is the same in both modes: no second encoding is run."""
+    from agentsum.training import objectives
+
+    model = tiny_model(pointer="multi").train()
+    calls = []
+    real = objectives.sample_and_greedy
+    monkeypatch.setattr(objectives, "sample_and_greedy",
+                        lambda core, batch, config, enc=None: calls.append(enc is not None) or real(core, batch, config,
+                                                                                                      enc=enc))
+    SelfCritical(sentence_end_ids(VOCAB), gamma=1.0, max_length=10)(model, make_batch(DOCS, VOCAB, summaries=SUMMARIES))
+    assert calls == [True]
+
+
 PAPER_PRESETS = [n for n in preset_names() if n[:1] == "m" and n[1:2].isdigit()]  # m1-m7, m7-2agents, ...
 
 
