@@ -54,12 +54,18 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_search_options(p: argparse.ArgumentParser) -> None:
-    """--beam, --min-length, --max-length, --no-block-trigrams, --no-unk-replace, --batch-size."""
+    """--beam, --min-length, --max-length, --no-block-trigrams, --no-repeat-ngram-size,
+    --repetition-penalty, --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
     g.add_argument("--max-length", type=int, help="at most this many tokens (paper: 110)")
     g.add_argument("--no-block-trigrams", action="store_true", help="allow a trigram to be generated twice")
+    g.add_argument("--no-repeat-ngram-size", type=int, metavar="N",
+                   help="forbid repeating any n-gram of this size (0: off; default 3 with trigram blocking)")
+    g.add_argument("--repetition-penalty", type=float, metavar="X",
+                   help="multiply the log-probability of a word already in the summary by X (> 1 discourages "
+                        "repeats; default 1: off)")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -75,6 +81,10 @@ def search_overrides(args) -> dict:
         changes["max_length"] = args.max_length
     if args.no_block_trigrams:
         changes["block_trigrams"] = False
+    if getattr(args, "no_repeat_ngram_size", None) is not None:
+        changes["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+    if getattr(args, "repetition_penalty", None) is not None:
+        changes["repetition_penalty"] = args.repetition_penalty
     if args.no_unk_replace:
         changes["unk_replace"] = False
     return changes

@@ -127,3 +127,17 @@ def test_choices_agree_with_the_modules_that_act_on_them():
     assert choose_device("cpu", 0).type == "cpu"
     with pytest.raises(ValueError):
         choose_device("tpu", 0)
+
+
+def test_search_options_reach_the_search_config():
+    import argparse
+
+    from agentsum.decoding.search import SearchConfig
+    from agentsum.options import add_search_options, search_overrides
+
+    parser = argparse.ArgumentParser()
+    add_search_options(parser)
+    args = parser.parse_args(["--no-repeat-ngram-size", "2", "--repetition-penalty", "1.3", "--beam", "4"])
+    config = SearchConfig(**search_overrides(args))
+    assert (config.ngram_block, config.repetition_penalty, config.beam_size) == (2, 1.3, 4)
+    assert search_overrides(parser.parse_args([])) == {}

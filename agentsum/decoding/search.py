@@ -43,6 +43,7 @@ __all__ = [
     "Hypothesis",
     "Hypotheses",
     "block_repeated_ngrams",
+    "penalize_repeats",
     "filtered_step",
     "greedy_search",
     "beam_search",
@@ -66,6 +67,14 @@ class SearchConfig:
     min_length:      EOS is forbidden until this many tokens have been produced.
     max_length:      at most this many decoder steps (so at most this many output tokens).
     block_trigrams:  forbid any token that would repeat a trigram of the hypothesis (Paulus et al.).
+    no_repeat_ngram_size: forbid any token that would repeat an n-gram of the hypothesis, for this
+                     n (Hugging Face ``generate``'s ``no_repeat_ngram_size``, OpenNMT-py's
+                     ``block_ngram_repeat``); 0 turns blocking off; None (the default) means 3 with
+                     ``block_trigrams`` and off without it. n-grams are of extended ids, so copied
+                     out-of-vocabulary words are blocked as vocabulary words are.
+    repetition_penalty: every token the hypothesis already holds has its log-probability
+                     multiplied by this (Keskar et al., 2019, as Hugging Face applies it to
+                     log-probabilities in beam search): > 1 discourages a repeat, 1 is off.
     length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
     unk_replace:     replace predicted UNKs by their cascaded-attention source word
                      (``agentsum.decoding.copying.to_words``).
@@ -77,6 +86,8 @@ class SearchConfig:
     block_trigrams: bool = True
     length_penalty: float = 1.0
     unk_replace: bool = True
+    no_repeat_ngram_size: int | None = None
+    repetition_penalty: float = 1.0
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -85,6 +96,17 @@ class SearchConfig:
             raise ValueError(f"max_length must be >= 1, got {self.max_length}")
         if not 0 <= self.min_length <= self.max_length:
             raise ValueError(f"need 0 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
+        if self.no_repeat_ngram_size is not None and self.no_repeat_ngram_size < 0:
+            raise ValueError(f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
+        if not (self.repetition_penalty > 0 and math.isfinite(self.repetition_penalty)):
+            raise ValueError(f"repetition_penalty must be a positive number, got {self.repetition_penalty}")
+
+    @property
+    def ngram_block(self) -> int:
+        """The order n of the n-gram blocking in force (0: none)."""
+        if self.no_repeat_ngram_size is not None:
+            return self.no_repeat_ngram_size
+        return 3 if self.block_trigrams else 0
 
 
 @dataclass
@@ -138,6 +160,19 @@ class Hypotheses:
 # --------------------------------------------------------------------------------------------
 # Logits filters
 # --------------------------------------------------------------------------------------------
+
+
+def penalize_repeats(log_probs: torch.Tensor, history: torch.Tensor, penalty: float) -> torch.Tensor:
+    """Multiply by ``penalty`` the log-probability of every token already in the row's history.
+
+    log_probs: (N, V) next-token scores (extended ids, <= 0); history: (N, t) tokens so far. A token
+    counts once however often it occurred. Returns a new tensor (-inf stays -inf).
+    """
+    if history.size(1) == 0 or penalty == 1.0:
+        return log_probs
+    seen = torch.zeros(log_probs.shape, dtype=torch.bool, device=log_probs.device)
+    seen.scatter_(1, history.to(log_probs.device), True)
+    return torch.where(seen, log_probs * penalty, log_probs)
 
 
 def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int = 3) -> torch.Tensor:
@@ -201,7 +236,8 @@ def filtered_step(
     ``expected_width`` is V + the batch's ``max_oov``. ``row_oov`` (N,) is the number of OOV words
     of each row's document: extended ids beyond it belong to other documents of the batch and are
     forbidden, as are PAD and BOS (never words). EOS is forbidden before ``config.min_length``;
-    with ``config.block_trigrams`` so is any token that repeats a trigram of ``history[:, :t]``.
+    so is any token that repeats an n-gram of ``history[:, :t]`` (``config.ngram_block``), and
+    tokens of the history are penalized by ``config.repetition_penalty``.
 
     Returns (log_probs (N, V_ext) float32 with the filters applied as -inf, a fresh tensor the
     caller may modify in place; the new state; the step's attention).
@@ -220,8 +256,11 @@ def filtered_step(
         log_probs[:, V:] = log_probs[:, V:].masked_fill(others, NEG_INF)
     if t < config.min_length:
         log_probs[:, EOS_ID] = NEG_INF
-    if config.block_trigrams and t >= 2:
-        log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=3)
+    n = config.ngram_block
+    if n and t >= max(n - 1, 1):
+        log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
+    if config.repetition_penalty != 1.0 and t > 0:
+        log_probs = penalize_repeats(log_probs, history[:, :t], config.repetition_penalty)
     return log_probs, state, attn
 
 

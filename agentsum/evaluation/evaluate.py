@@ -29,7 +29,9 @@ def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: Se
     predictions = [language.summary_text(t) for t in tokens]
     scores = rouge_for(language, predictions, [d.reference for d in docs])
     scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
-                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
+                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
+                  no_repeat_ngram_size=search_config.ngram_block,
+                  repetition_penalty=search_config.repetition_penalty)
     return predictions, scores
 
 
@@ -70,7 +72,9 @@ def evaluate_examples(summarizer: Summarizer, examples: Iterable[Example], searc
         raise NoDocuments("no document with tokens to evaluate")
     scores = rouge_for(language, predictions, references)
     scores.update(seconds=seconds, documents_per_s=len(predictions) / max(seconds, 1e-9),
-                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams)
+                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
+                  no_repeat_ngram_size=search_config.ngram_block,
+                  repetition_penalty=search_config.repetition_penalty)
     return predictions, references, ids, scores
 
 

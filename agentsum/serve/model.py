@@ -58,7 +58,9 @@ class ServedModel:
     def search_config(self, req: SummarizeRequest) -> SearchConfig:
         """The checkpoint's search settings with the request's; an impossible mix is a 422."""
         changes = {k: v for k, v in (("beam_size", req.beam_size), ("max_length", req.max_length),
-                                     ("min_length", req.min_length), ("block_trigrams", req.block_trigrams))
+                                     ("min_length", req.min_length), ("block_trigrams", req.block_trigrams),
+                                     ("no_repeat_ngram_size", req.no_repeat_ngram_size),
+                                     ("repetition_penalty", req.repetition_penalty))
                    if v is not None}
         if req.max_length is not None and req.min_length is None:
             changes["min_length"] = min(self.config.search.min_length, req.max_length)

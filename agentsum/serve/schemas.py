@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 TOP_K = 5
 MAX_BEAM = 16
 MAX_LENGTH = 500
+MAX_NGRAM = 10
+MAX_PENALTY = 10.0
 
 
 class SummarizeRequest(BaseModel):
@@ -30,6 +32,11 @@ class SummarizeRequest(BaseModel):
     min_length: StrictInt | None = Field(None, ge=0, le=MAX_LENGTH,
                                          description="no end of summary before this many tokens")
     block_trigrams: StrictBool | None = Field(None, description="forbid repeating a trigram")
+    no_repeat_ngram_size: StrictInt | None = Field(None, ge=0, le=MAX_NGRAM,
+                                                   description="forbid repeating any n-gram of this size (0: off)")
+    repetition_penalty: float | None = Field(None, gt=0, le=MAX_PENALTY,
+                                             description="multiply the log-probability of a word already in the "
+                                                         "summary by this (> 1 discourages repeats; 1: off)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
 
     @model_validator(mode="after")

@@ -75,13 +75,15 @@
       $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
       const sel = m.selection && m.selection.metric && m.selection.value !== null
         ? ` · ${m.selection.metric} ${Number(m.selection.value).toFixed(3)}` : "";
-      info.textContent = `${m.model_type.toUpperCase()} · ${m.agents} agents · ` +
+      info.textContent = `${m.model_type.toUpperCase()} · ${m.agents} agent${m.agents === 1 ? "" : "s"} · ` +
         `vocabulary ${m.vocab_size.toLocaleString()} · step ${m.step ?? "?"}${sel}`;
       info.title = `${m.checkpoint}: ${m.parameters.toLocaleString()} parameters`;
       $("#beam").placeholder = m.search_defaults.beam_size;
       $("#min-length").placeholder = m.search_defaults.min_length;
       $("#max-length").placeholder = m.search_defaults.max_length;
-      $("#block-trigrams").checked = m.search_defaults.block_trigrams;
+      const d = m.search_defaults;
+      $("#ngram").placeholder = d.no_repeat_ngram_size ?? (d.block_trigrams ? 3 : 0);
+      $("#penalty").placeholder = d.repetition_penalty;
     } catch (e) {
       info.textContent = "Model information unavailable";
     }
@@ -140,9 +142,8 @@
     numberOption(body, "#beam", "beam_size");
     numberOption(body, "#min-length", "min_length");
     numberOption(body, "#max-length", "max_length");
-    if (!state.defaults || $("#block-trigrams").checked !== state.defaults.block_trigrams) {
-      body.block_trigrams = $("#block-trigrams").checked;
-    }
+    numberOption(body, "#ngram", "no_repeat_ngram_size");
+    numberOption(body, "#penalty", "repetition_penalty");
     const button = $("#summarize");
     button.disabled = true;
     button.textContent = "Summarizing…";

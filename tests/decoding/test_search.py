@@ -575,3 +575,80 @@ def test_the_greedy_half_of_sample_and_greedy_is_greedy_search():
             assert row[:n] == hyps.tokens[b]
         # document 0's own OOV word is allowed and the most likely token; document 1's best is "a"
         assert greedy[0, 0].item() == V + 1 and greedy[1, 0].item() == w("a")
+
+
+# ------------------------------------------------------------------------------------------
+# no_repeat_ngram_size and repetition_penalty
+# ------------------------------------------------------------------------------------------
+
+def test_ngram_block_order_follows_block_trigrams_unless_given():
+    assert SearchConfig().ngram_block == 3 and SearchConfig(block_trigrams=False).ngram_block == 0
+    assert SearchConfig(no_repeat_ngram_size=2).ngram_block == 2
+    assert SearchConfig(block_trigrams=True, no_repeat_ngram_size=0).ngram_block == 0
+    with pytest.raises(ValueError, match="no_repeat_ngram_size"):
+        SearchConfig(no_repeat_ngram_size=-1)
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="repetition_penalty"):
+            SearchConfig(repetition_penalty=bad)
+
+
+@pytest.mark.parametrize("strategy", [greedy_search, beam_search])
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_no_repeat_ngram_size_forbids_every_repeated_ngram_of_that_size(strategy, n):
+    model = FakeModel(keyed)
+    batch = build_batch(["loop"])
+    found = strategy(model, batch, cfg(beam_size=2, max_length=12, no_repeat_ngram_size=n))
+    for h in found.n_best[0]:
+        grams = [tuple(h.tokens[i : i + n]) for i in range(len(h.tokens) - n + 1)]
+        assert len(set(grams)) == len(grams)
+    free = strategy(model, batch, cfg(beam_size=2, max_length=12))
+    grams = [tuple(free.tokens[0][i : i + n]) for i in range(len(free.tokens[0]) - n + 1)]
+    assert len(set(grams)) < len(grams)  # the scripted model repeats when nothing stops it
+
+
+@pytest.mark.parametrize("strategy", [greedy_search, beam_search])
+def test_blocking_sees_copied_out_of_vocabulary_words(strategy):
+    """A copied OOV word (extended id V + i) counts as a word: "omega a omega" cannot be followed
+    by "a" under bigram blocking, as "b a b" could not be by "a"."""
+    omega = V + 1  # DEFAULT_DOC's OOV words: zeta (V), omega (V + 1)
+    cycle = {omega: w("a"), w("a"): omega}
+    model = FakeModel(lambda key, prefix: {cycle.get(prefix[-1] if prefix else w("a"), omega): 0.9,
+                                           w("d"): 0.05 + 0.001 * len(prefix)})
+    batch = build_batch(["oov"])
+    free = strategy(model, batch, cfg(beam_size=2, max_length=6))
+    assert free.tokens[0] == [omega, w("a")] * 3
+    blocked = strategy(model, batch, cfg(beam_size=2, max_length=6, no_repeat_ngram_size=2))
+    for h in blocked.n_best[0]:
+        grams = [tuple(h.tokens[i : i + 2]) for i in range(len(h.tokens) - 1)]
+        assert len(set(grams)) == len(grams)
+    assert blocked.tokens[0][:3] == [omega, w("a"), omega] and blocked.tokens[0][3] != w("a")
+
+
+def test_penalize_repeats_scales_the_log_probs_of_tokens_already_produced():
+    from agentsum.decoding.search import penalize_repeats
+
+    log_probs = torch.log(torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]]))
+    log_probs[1, 0] = float("-inf")
+    history = torch.tensor([[2, 2, 3], [0, 1, 1]])
+    out = penalize_repeats(log_probs, history, 1.5)
+    expected = log_probs.clone()
+    expected[0, 2] *= 1.5
+    expected[0, 3] *= 1.5
+    expected[1, 1] *= 1.5  # counted once though it occurred twice; -inf stays -inf
+    assert torch.equal(out, expected)
+    assert torch.equal(penalize_repeats(log_probs, history, 1.0), log_probs)
+    assert torch.equal(penalize_repeats(log_probs, history[:, :0], 2.0), log_probs)
+
+
+@pytest.mark.parametrize("strategy", [greedy_search, beam_search])
+def test_repetition_penalty_turns_the_decoder_from_a_word_it_has_used(strategy):
+    """The scripted model prefers "a" at every step (0.5) over "b" (0.4): without a penalty it says
+    "a a a ..."; with 2.0, a repeated "a" (log 0.5 * 2 = log 0.25) loses to a fresh "b"."""
+    model = FakeModel(lambda key, prefix: {w("a"): 0.5, w("b"): 0.4, w("c"): 0.1 - 0.001 * len(prefix)})
+    batch = build_batch(["rep"])
+    free = strategy(model, batch, cfg(beam_size=2, max_length=4))
+    assert free.tokens[0] == [w("a")] * 4
+    penalized = strategy(model, batch, cfg(beam_size=2, max_length=4, repetition_penalty=2.0))
+    assert set(penalized.tokens[0][:2]) == {w("a"), w("b")}  # greedy: "a b"; beam may find "b a" as good
+    if strategy is greedy_search:
+        assert penalized.tokens[0][:2] == [w("a"), w("b")]

@@ -72,7 +72,7 @@ def accepted(case):
     """Make a positive /v1/summarize body one the server accepts: exactly one of text / texts, int literals."""
     if isinstance(case.body, dict):
         body = dict(case.body)
-        for key in ("beam_size", "max_length", "min_length"):
+        for key in ("beam_size", "max_length", "min_length", "no_repeat_ngram_size"):
             if isinstance(body.get(key), float):
                 body[key] = int(body[key])
         if body.get("text") is not None and body.get("texts") is not None:

@@ -79,6 +79,24 @@ def test_decoding_settings_apply(client):
     assert len(r.json()["summaries"][0]["tokens"]) == 4
 
 
+def test_repeat_controls_apply(client):
+    """no_repeat_ngram_size=1 leaves no word twice in a summary; a repetition penalty changes what a
+    model that repeats itself writes; both are refused out of range."""
+    texts = articles(3, seed=8)
+    base = {"texts": texts, "beam_size": 2, "min_length": 12, "max_length": 12}
+    free = [s["tokens"] for s in client.post("/v1/summarize", json={**base, "no_repeat_ngram_size": 0}).json()["summaries"]]
+    assert any(len(set(t)) < len(t) for t in free)  # the tiny model repeats words
+    r = client.post("/v1/summarize", json={**base, "no_repeat_ngram_size": 1})
+    assert r.status_code == 200, r.text
+    assert all(len(set(s["tokens"])) == len(s["tokens"]) for s in r.json()["summaries"])
+    penalized = client.post("/v1/summarize", json={**base, "no_repeat_ngram_size": 0, "repetition_penalty": 3.0})
+    assert penalized.status_code == 200, penalized.text
+    assert [s["tokens"] for s in penalized.json()["summaries"]] != free
+    for bad in ({"no_repeat_ngram_size": -1}, {"repetition_penalty": 0}, {"repetition_penalty": 11}):
+        r = client.post("/v1/summarize", json={"text": texts[0], **bad})
+        assert r.status_code == 422 and next(iter(bad)) in r.text
+
+
 def test_attention_payload(client):
     r = client.post("/v1/summarize", json={"texts": articles(2, seed=5), "min_length": 8, "attention": True})
     assert r.status_code == 200, r.text
