@@ -172,7 +172,8 @@ def penalize_repeats(log_probs: torch.Tensor, history: torch.Tensor, penalty: fl
         return log_probs
     seen = torch.zeros(log_probs.shape, dtype=torch.bool, device=log_probs.device)
     seen.scatter_(1, history.to(log_probs.device), True)
-    return torch.where(seen, log_probs * penalty, log_probs)
+    # -inf stays -inf: a penalty that rounds to 0 in float32 (5e-324) would make it NaN
+    return torch.where(seen & (log_probs > NEG_INF), log_probs * penalty, log_probs)
 
 
 def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int = 3) -> torch.Tensor:
@@ -261,6 +262,11 @@ def filtered_step(
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
     if config.repetition_penalty != 1.0 and t > 0:
         log_probs = penalize_repeats(log_probs, history[:, :t], config.repetition_penalty)
+    if n:
+        # A row whose every token is forbidden (unigram blocking over a small vocabulary, say, before
+        # min_length) ends: otherwise search would pick among forbidden ids. No wait for the device.
+        stuck = torch.isneginf(log_probs).all(dim=-1)
+        log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])
     return log_probs, state, attn
 
 

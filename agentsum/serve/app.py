@@ -233,6 +233,16 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
                      "Errors are `{\"error\": message}`."),
         docs_url=None, redoc_url=None, lifespan=lifespan,
     )
+    default_openapi = app.openapi
+
+    def openapi() -> dict:
+        """FastAPI's schema, with the one limit set here rather than in the model: texts per request."""
+        if app.openapi_schema is None:
+            schema = default_openapi()
+            schema["components"]["schemas"]["SummarizeRequest"]["properties"]["texts"]["maxItems"] = max_texts
+        return app.openapi_schema
+
+    app.openapi = openapi
     app.state.served = served
     app.state.summarizer = served.summarizer
     app.state.batcher = batcher

@@ -6,9 +6,11 @@ for invalid requests); :class:`RequestError` is how the service's code asks for 
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, WithJsonSchema,
+                      model_validator)
 
 #: Source words reported per output token in the attention payload.
 TOP_K = 5
@@ -18,29 +20,69 @@ MAX_NGRAM = 10
 MAX_PENALTY = 10.0
 
 
+def _json_integer(value: Any) -> Any:
+    """A JSON Schema integer: an int, or a number with no fraction (``5.0``); never a bool or a string."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("Input should be a valid integer")
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value.is_integer()):
+            raise ValueError("Input should be a valid integer, got a number with a fractional part")
+        return int(value)
+    return value
+
+
+def _json_number(value: Any) -> Any:
+    """A JSON number (int or float); never a bool or a numeric string."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("Input should be a valid number")
+    return value
+
+
+def json_int(ge: int, le: int):
+    """``integer`` in [ge, le] in the schema, and what JSON Schema means by it: 5 and 5.0 alike."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer)]
+
+
+#: A JSON number in (0, MAX_PENALTY].
+Penalty = Annotated[float, Field(gt=0, le=MAX_PENALTY), BeforeValidator(_json_number)]
+#: A text with something other than whitespace in it: the schema's pattern ``\S``; the check, with its
+#: own message, is ``str.strip`` in :meth:`SummarizeRequest._one_input` (the same whitespace as Python's ``\S``).
+TEXT_SCHEMA = {"type": "string", "pattern": r"\S"}
+
+
 class SummarizeRequest(BaseModel):
-    """One text or a list of texts, and optional decoding settings (defaults: the checkpoint's config)."""
+    """One text or a list of texts, and optional decoding settings (defaults: the checkpoint's config).
+
+    The schema states what is checked: exactly one of ``text`` / ``texts`` (``oneOf``), texts that are
+    not only whitespace, ``texts`` of at most the server's ``max_texts`` items (set when the app is
+    made), integers given as 5 or 5.0. What no schema can say is answered 422 with its reason: a text
+    of punctuation or symbols only (no words to summarize), ``min_length`` above ``max_length``."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "oneOf": [{"required": ["text"]}, {"required": ["texts"]}],
         "examples": [{"text": "The cat chased a dog near the park. The owl met a fox near the river."},
                      {"texts": ["First article ...", "Second article ..."], "beam_size": 5, "attention": True}]})
 
-    text: StrictStr | None = Field(None, description="one article (give either text or texts)")
-    texts: list[StrictStr] | None = Field(None, min_length=1, description="several articles, summarized in order")
-    beam_size: StrictInt | None = Field(None, ge=1, le=MAX_BEAM, description="beam width; 1 = greedy")
-    max_length: StrictInt | None = Field(None, ge=1, le=MAX_LENGTH, description="at most this many summary tokens")
-    min_length: StrictInt | None = Field(None, ge=0, le=MAX_LENGTH,
-                                         description="no end of summary before this many tokens")
+    # Validated as optional (an explicit null is refused below); published as what must be sent.
+    text: Annotated[StrictStr | None, WithJsonSchema(TEXT_SCHEMA)] = Field(
+        None, description="one article (give either text or texts)")
+    texts: Annotated[list[StrictStr] | None, WithJsonSchema({"type": "array", "items": TEXT_SCHEMA, "minItems": 1})] = Field(
+        None, min_length=1, description="several articles, summarized in order")
+    beam_size: json_int(1, MAX_BEAM) | None = Field(None, description="beam width; 1 = greedy")
+    max_length: json_int(1, MAX_LENGTH) | None = Field(None, description="at most this many summary tokens")
+    min_length: json_int(0, MAX_LENGTH) | None = Field(None, description="no end of summary before this many tokens")
     block_trigrams: StrictBool | None = Field(None, description="forbid repeating a trigram")
-    no_repeat_ngram_size: StrictInt | None = Field(None, ge=0, le=MAX_NGRAM,
-                                                   description="forbid repeating any n-gram of this size (0: off)")
-    repetition_penalty: float | None = Field(None, gt=0, le=MAX_PENALTY,
-                                             description="multiply the log-probability of a word already in the "
-                                                         "summary by this (> 1 discourages repeats; 1: off)")
+    no_repeat_ngram_size: json_int(0, MAX_NGRAM) | None = Field(
+        None, description="forbid repeating any n-gram of this size (0: off)")
+    repetition_penalty: Penalty | None = Field(None, description="multiply the log-probability of a word already in the "
+                                                              "summary by this (> 1 discourages repeats; 1: off)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
 
     @model_validator(mode="after")
     def _one_input(self) -> SummarizeRequest:
+        for name in ("text", "texts"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"'{name}' is null; leave it out instead")
         if (self.text is None) == (self.texts is None):
             raise ValueError("give exactly one of 'text' (a string) or 'texts' (a list of strings)")
         if self.text is not None and not self.text.strip():

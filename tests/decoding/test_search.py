@@ -652,3 +652,23 @@ def test_repetition_penalty_turns_the_decoder_from_a_word_it_has_used(strategy):
     assert set(penalized.tokens[0][:2]) == {w("a"), w("b")}  # greedy: "a b"; beam may find "b a" as good
     if strategy is greedy_search:
         assert penalized.tokens[0][:2] == [w("a"), w("b")]
+
+
+@pytest.mark.parametrize("strategy", [greedy_search, beam_search])
+def test_a_row_with_every_token_blocked_ends(strategy):
+    """Unigram blocking over this 10-word vocabulary (and two OOV words) runs out of tokens before
+    min_length: the row ends with EOS rather than taking a forbidden id."""
+    model = FakeModel(keyed)
+    batch = build_batch(["chatty"])
+    found = strategy(model, batch, cfg(beam_size=2, min_length=30, max_length=40, no_repeat_ngram_size=1))
+    for h in found.n_best[0]:
+        assert h.finished and len(set(h.tokens)) == len(h.tokens) <= 11 + 2
+        assert all(t < V + len(batch.oov_words[0]) and t not in (PAD_ID, BOS_ID, EOS_ID) for t in h.tokens)
+
+
+def test_a_penalty_that_rounds_to_zero_leaves_forbidden_tokens_forbidden():
+    from agentsum.decoding.search import penalize_repeats
+
+    log_probs = torch.tensor([[float("-inf"), -1.0, -2.0]])
+    out = penalize_repeats(log_probs, torch.tensor([[0, 1]]), 5e-324)
+    assert not torch.isnan(out).any() and out[0, 0] == float("-inf") and out[0, 2] == -2.0

@@ -4,8 +4,7 @@ schemathesis reads ``/openapi.json`` from a real uvicorn server running the tiny
 requests for every operation with Hypothesis (``APIOperation.as_strategy``), derandomized (the same inputs on
 every run) and without an example database:
 
-* ``positive``: bodies valid under the schema (many are still refused: the schema cannot say "exactly one of
-  text / texts", and it declares ``integer`` where the server wants a JSON integer literal, not ``25.0``);
+* ``positive``: bodies valid under the schema;
 * ``negative``: bodies that violate the schema (wrong types, unknown fields, non-JSON bytes);
 * ``accepted``: positive bodies normalized to what the server accepts (exactly one of text / texts, integer
   literals), so the fuzzed *texts* (arbitrary Unicode from Hypothesis) reach tokenization, the model and the
@@ -136,3 +135,40 @@ def test_fuzz_openapi(api_schema, method, path, run, examples):
         assert calls[200] >= examples // 2, calls  # the model ran on fuzzed text
     if run == "negative":
         assert calls[422] > 0, calls
+
+
+#: The refusals of schema-valid bodies that no JSON Schema can state: a text without a letter or digit
+#: (Unicode categories), and min_length above max_length (a relation between two fields).
+UNSTATABLE = ("no words to summarize", "is larger than")
+
+
+@pytest.mark.parametrize("mode", ["positive", "negative"])
+def test_fuzz_openapi_with_every_check(api_schema, mode):
+    """schemathesis with all its checks (positive data acceptance and negative data rejection included):
+    the schema says what the server enforces (exactly one of text / texts as oneOf, no blank text,
+    at most max_texts texts, 5.0 as an integer), so a schema-valid body is refused only for a reason
+    in UNSTATABLE, with that reason in the answer."""
+    from schemathesis.core.failures import FailureGroup
+    from schemathesis.openapi.checks import RejectedPositiveData
+
+    operation = api_schema["/v1/summarize"]["POST"]
+    strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE if mode == "positive"
+                                     else GenerationMode.NEGATIVE)
+    calls: collections.Counter = collections.Counter()
+
+    @settings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(case=strategy)
+    def fuzz(case):
+        response = case.call(timeout=REQUEST_TIMEOUT)
+        calls[response.status_code] += 1
+        try:
+            case.validate_response(response)  # every check schemathesis has
+        except FailureGroup as group:
+            for failure in group.exceptions:
+                stated = isinstance(failure, RejectedPositiveData) and any(
+                    reason in response.json()["error"] for reason in UNSTATABLE)
+                assert stated, f"{failure}\n{case.as_curl_command()}"
+
+    fuzz()
+    assert calls[200] > 0 if mode == "positive" else calls[422] > 0, calls
