@@ -1,0 +1,136 @@
+"""The decoding controls on the shipped model: ROUGE and the repetitions a reader notices, per setting.
+
+Decodes SAMSum validation dialogues (all 814 by default) with ``agentsum/pretrained/samsum-en.pt``
+under each search setting (trigram blocking, the default; n-gram blocking of other sizes; a
+repetition penalty; both), on one thread, and reports for each: ROUGE-1/2/L (rouge-score, stemmed,
+rougeLsum), the share of summaries that repeat a content word within three tokens ("doubled"),
+and the share that name one person twice as ``X and X``. The references' rates are beside them.
+
+It also reads the ``X and X`` summaries of the default setting for their cause: whether X is the
+dialogue's first speaker, its most frequent speaker, and whether the reference joins two speakers
+with "and" there (the model meant two people and wrote one twice).
+
+    python benchmarks/decoding_controls.py [--docs 814] [--out benchmarks/results/samsum]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quality_curve import doubled_rate  # noqa: E402
+
+from agentsum.data.sources import load_examples  # noqa: E402
+from agentsum.evaluation.rouge import rouge_for  # noqa: E402
+from agentsum.summarizer import Summarizer  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+VALID = REPO.parent / "shared" / "data" / "samsum" / "valid.jsonl"
+SETTINGS = {
+    "trigram blocking (default)": {},
+    "no_repeat_ngram_size 2": {"no_repeat_ngram_size": 2},
+    "no_repeat_ngram_size 4": {"no_repeat_ngram_size": 4},
+    "repetition_penalty 1.2": {"repetition_penalty": 1.2},
+    "repetition_penalty 1.5": {"repetition_penalty": 1.5},
+    "no_repeat_ngram_size 2 + repetition_penalty 1.2": {"no_repeat_ngram_size": 2, "repetition_penalty": 1.2},
+}
+_X_AND_X = re.compile(r"\b([a-z][a-z'-]*) and \1\b")
+
+
+def x_and_x(text: str) -> str | None:
+    """The word of the first ``X and X`` in a summary (lower-cased), or None."""
+    match = _X_AND_X.search(text.lower())
+    return match.group(1) if match else None
+
+
+def speakers(dialogue: str) -> list[str]:
+    """The speaker of every utterance, in order, lower-cased (``Name: text`` lines)."""
+    return [line.split(":", 1)[0].strip().lower() for line in dialogue.splitlines() if ":" in line]
+
+
+def rates(predictions: list[str]) -> tuple[float, float]:
+    return doubled_rate(predictions), 100.0 * sum(x_and_x(p) is not None for p in predictions) / len(predictions)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=814)
+    parser.add_argument("--checkpoint", default=str(REPO / "agentsum" / "pretrained" / "samsum-en.pt"))
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "samsum"))
+    parser.add_argument("--only", nargs="*", help="setting names to run (default: all)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    summarizer = Summarizer(args.checkpoint, device="cpu")
+    examples = load_examples(str(VALID), end=args.docs)
+    docs = summarizer.prepare_examples(examples)
+    references = [d.reference for d in docs]
+    language = summarizer.language
+    rows, by_setting = [], {}
+    for name, changes in SETTINGS.items():
+        if args.only and name not in args.only:
+            continue
+        config = summarizer.search_config(**changes)
+        started = time.perf_counter()
+        tokens = summarizer.summarize_documents(docs, config)
+        seconds = time.perf_counter() - started
+        predictions = [language.summary_text(t) for t in tokens]
+        scores = rouge_for(language, predictions, references)
+        doubled, xx = rates(predictions)
+        rows.append({"setting": name, **changes, "rouge1": scores["rouge1"], "rouge2": scores["rouge2"],
+                     "rougeL": scores["rougeLsum"], "doubled": doubled, "x_and_x": xx, "seconds": seconds})
+        by_setting[name] = predictions
+        print(json.dumps(rows[-1]), flush=True)
+    ref_doubled, ref_xx = rates([r.replace("\n", " ") for r in references])  # tokenized, as the predictions
+    # cause of X and X, on the first setting run
+    first = next(iter(by_setting.values()))
+    cause = collections.Counter()
+    cases = []
+    for ex, pred in zip(examples, first):
+        x = x_and_x(pred)
+        if x is None:
+            continue
+        who = speakers(ex.article)
+        counts = collections.Counter(who)
+        others = [s for s in counts if s != x]
+        cause["cases"] += 1
+        cause["x is a speaker"] += x in counts
+        cause["x is the first speaker"] += bool(who) and who[0] == x
+        cause["x is the most frequent speaker"] += bool(counts) and counts.most_common(1)[0][0] == x
+        ref = ex.summary.lower()
+        cause["reference names x with another speaker"] += any(
+            re.search(rf"\b{re.escape(x)}\b.*\b{re.escape(o)}\b|\b{re.escape(o)}\b.*\b{re.escape(x)}\b", ref)
+            for o in others)
+        cause["dialogue has exactly 2 speakers"] += len(counts) == 2
+        if len(cases) < 8:
+            cases.append({"id": ex.id, "summary": pred, "reference": ex.summary, "speakers": dict(counts)})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "decoding_controls.json").write_text(json.dumps(
+        {"docs": len(docs), "rows": rows, "references": {"doubled": ref_doubled, "x_and_x": ref_xx},
+         "x_and_x_cause": dict(cause), "examples": cases}, indent=1) + "\n")
+    lines = [f"# Decoding controls on the shipped model ({len(docs)} SAMSum validation dialogues)", "",
+             "`python benchmarks/decoding_controls.py`: beam 5, one thread; ROUGE from rouge-score (stemmed, "
+             "rougeLsum). doubled: summaries repeating a content word within three tokens; X and X: summaries "
+             "naming one word twice around \"and\".", "",
+             "| setting | R-1 | R-2 | R-L | doubled | X and X | seconds |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
+                     f"{r['doubled']:.1f}% | {r['x_and_x']:.1f}% | {r['seconds']:.0f} |")
+    lines.append(f"| references | | | | {ref_doubled:.1f}% | {ref_xx:.1f}% | |")
+    lines += ["", f"`X and X` in the first setting's summaries ({cause['cases']} cases):", ""]
+    lines += [f"- {k}: {v}" for k, v in cause.items() if k != "cases"]
+    (out / "decoding_controls.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
