@@ -66,6 +66,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--repetition-penalty", type=float, metavar="X",
                    help="multiply the log-probability of a word already in the summary by X (> 1 discourages "
                         "repeats; default 1: off)")
+    g.add_argument("--repeat-window", type=int, metavar="K",
+                   help="forbid a word that is one of the last K words (2 forbids 'X and X'; default 0: off)")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -85,6 +87,8 @@ def search_overrides(args) -> dict:
         changes["no_repeat_ngram_size"] = args.no_repeat_ngram_size
     if getattr(args, "repetition_penalty", None) is not None:
         changes["repetition_penalty"] = args.repetition_penalty
+    if getattr(args, "repeat_window", None) is not None:
+        changes["repeat_window"] = args.repeat_window
     if args.no_unk_replace:
         changes["unk_replace"] = False
     return changes

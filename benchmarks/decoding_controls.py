@@ -42,6 +42,8 @@ SETTINGS = {
     "repetition_penalty 1.2": {"repetition_penalty": 1.2},
     "repetition_penalty 1.5": {"repetition_penalty": 1.5},
     "no_repeat_ngram_size 2 + repetition_penalty 1.2": {"no_repeat_ngram_size": 2, "repetition_penalty": 1.2},
+    "repeat_window 2": {"repeat_window": 2},
+    "repeat_window 2 + repetition_penalty 1.5": {"repeat_window": 2, "repetition_penalty": 1.5},
 }
 _X_AND_X = re.compile(r"\b([a-z][a-z'-]*) and \1\b")
 
@@ -89,9 +91,14 @@ def main() -> None:
                      "rougeL": scores["rougeLsum"], "doubled": doubled, "x_and_x": xx, "seconds": seconds})
         by_setting[name] = predictions
         print(json.dumps(rows[-1]), flush=True)
+    out = Path(args.out)
+    saved = out / "decoding_controls.json"
+    if args.only and saved.exists():  # the settings not run now keep their rows from the last run
+        kept = [r for r in json.loads(saved.read_text())["rows"] if r["setting"] not in by_setting]
+        rows = sorted(kept + rows, key=lambda r: list(SETTINGS).index(r["setting"]))
     ref_doubled, ref_xx = rates([r.replace("\n", " ") for r in references])  # tokenized, as the predictions
-    # cause of X and X, on the first setting run
-    first = next(iter(by_setting.values()))
+    # cause of X and X, on the default setting (or the first one run)
+    first = by_setting.get("trigram blocking (default)", next(iter(by_setting.values())))
     cause = collections.Counter()
     cases = []
     for ex, pred in zip(examples, first):
@@ -112,7 +119,6 @@ def main() -> None:
         cause["dialogue has exactly 2 speakers"] += len(counts) == 2
         if len(cases) < 8:
             cases.append({"id": ex.id, "summary": pred, "reference": ex.summary, "speakers": dict(counts)})
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decoding_controls.json").write_text(json.dumps(
         {"docs": len(docs), "rows": rows, "references": {"doubled": ref_doubled, "x_and_x": ref_xx},
@@ -126,7 +132,7 @@ def main() -> None:
         lines.append(f"| {r['setting']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
                      f"{r['doubled']:.1f}% | {r['x_and_x']:.1f}% | {r['seconds']:.0f} |")
     lines.append(f"| references | | | | {ref_doubled:.1f}% | {ref_xx:.1f}% | |")
-    lines += ["", f"`X and X` in the first setting's summaries ({cause['cases']} cases):", ""]
+    lines += ["", f"`X and X` in the summaries of the default setting or, with --only, the first one run ({cause['cases']} cases):", ""]
     lines += [f"- {k}: {v}" for k, v in cause.items() if k != "cases"]
     (out / "decoding_controls.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

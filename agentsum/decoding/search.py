@@ -75,6 +75,9 @@ class SearchConfig:
     repetition_penalty: every token the hypothesis already holds has its log-probability
                      multiplied by this (Keskar et al., 2019, as Hugging Face applies it to
                      log-probabilities in beam search): > 1 discourages a repeat, 1 is off.
+    repeat_window:   forbid any token among the hypothesis' last ``repeat_window`` tokens (0: off).
+                     2 forbids "X and X" and "X X": a copy attention that returns to the word just
+                     copied (benchmarks/x_and_x_cause.py) cannot write it again at once.
     length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
     unk_replace:     replace predicted UNKs by their cascaded-attention source word
                      (``agentsum.decoding.copying.to_words``).
@@ -88,6 +91,7 @@ class SearchConfig:
     unk_replace: bool = True
     no_repeat_ngram_size: int | None = None
     repetition_penalty: float = 1.0
+    repeat_window: int = 0
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -98,6 +102,8 @@ class SearchConfig:
             raise ValueError(f"need 0 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
         if self.no_repeat_ngram_size is not None and self.no_repeat_ngram_size < 0:
             raise ValueError(f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
+        if self.repeat_window < 0:
+            raise ValueError(f"repeat_window must be >= 0, got {self.repeat_window}")
         if not (self.repetition_penalty > 0 and math.isfinite(self.repetition_penalty)):
             raise ValueError(f"repetition_penalty must be a positive number, got {self.repetition_penalty}")
 
@@ -262,7 +268,10 @@ def filtered_step(
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
     if config.repetition_penalty != 1.0 and t > 0:
         log_probs = penalize_repeats(log_probs, history[:, :t], config.repetition_penalty)
-    if n:
+    if config.repeat_window and t > 0:
+        recent = history[:, max(t - config.repeat_window, 0) : t].to(log_probs.device)
+        log_probs.scatter_(1, recent, NEG_INF)
+    if n or config.repeat_window:
         # A row whose every token is forbidden (unigram blocking over a small vocabulary, say, before
         # min_length) ends: otherwise search would pick among forbidden ids. No wait for the device.
         stuck = torch.isneginf(log_probs).all(dim=-1)

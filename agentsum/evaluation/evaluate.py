@@ -31,7 +31,7 @@ def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: Se
     scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
                   beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
                   no_repeat_ngram_size=search_config.ngram_block,
-                  repetition_penalty=search_config.repetition_penalty)
+                  repetition_penalty=search_config.repetition_penalty, repeat_window=search_config.repeat_window)
     return predictions, scores
 
 
@@ -74,7 +74,7 @@ def evaluate_examples(summarizer: Summarizer, examples: Iterable[Example], searc
     scores.update(seconds=seconds, documents_per_s=len(predictions) / max(seconds, 1e-9),
                   beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
                   no_repeat_ngram_size=search_config.ngram_block,
-                  repetition_penalty=search_config.repetition_penalty)
+                  repetition_penalty=search_config.repetition_penalty, repeat_window=search_config.repeat_window)
     return predictions, references, ids, scores
 
 

@@ -76,6 +76,8 @@ class SummarizeRequest(BaseModel):
         None, description="forbid repeating any n-gram of this size (0: off)")
     repetition_penalty: Penalty | None = Field(None, description="multiply the log-probability of a word already in the "
                                                               "summary by this (> 1 discourages repeats; 1: off)")
+    repeat_window: json_int(0, MAX_NGRAM) | None = Field(
+        None, description="forbid a word that is one of the summary's last this many words (2 forbids 'X and X'; 0: off)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
 
     @model_validator(mode="after")

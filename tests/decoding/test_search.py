@@ -672,3 +672,19 @@ def test_a_penalty_that_rounds_to_zero_leaves_forbidden_tokens_forbidden():
     log_probs = torch.tensor([[float("-inf"), -1.0, -2.0]])
     out = penalize_repeats(log_probs, torch.tensor([[0, 1]]), 5e-324)
     assert not torch.isnan(out).any() and out[0, 0] == float("-inf") and out[0, 2] == -2.0
+
+
+@pytest.mark.parametrize("strategy", [greedy_search, beam_search])
+def test_repeat_window_forbids_the_last_k_tokens(strategy):
+    """The scripted model wants "a x a x ..." ("X and X" in miniature): a window of 2 forbids "a"
+    right after "a x", while a window of 1 allows it."""
+    cycle = {w("a"): w("x"), w("x"): w("a")}
+    model = FakeModel(lambda key, prefix: {cycle.get(prefix[-1] if prefix else w("x"), w("a")): 0.9,
+                                           w("d"): 0.05 + 0.001 * len(prefix)})
+    batch = build_batch(["xax"])
+    assert strategy(model, batch, cfg(beam_size=2, max_length=6, repeat_window=1)).tokens[0] == [w("a"), w("x")] * 3
+    found = strategy(model, batch, cfg(beam_size=2, max_length=6, repeat_window=2))
+    for h in found.n_best[0]:
+        assert all(h.tokens[i] not in h.tokens[max(i - 2, 0) : i] for i in range(len(h.tokens)))
+    with pytest.raises(ValueError, match="repeat_window"):
+        SearchConfig(repeat_window=-1)
