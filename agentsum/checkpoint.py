@@ -140,6 +140,44 @@ def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype 
     return metadata
 
 
+def average_checkpoints(sources: list[str | Path], target: str | Path) -> dict:
+    """Write the element-wise mean of ``sources``' weights (OpenNMT-py's ``onmt_average_models``,
+    fairseq's ``average_checkpoints.py``) with the first one's configuration and vocabulary, without
+    optimizer, scheduler and RNG state. Floating-point tensors are averaged in float64 and written in
+    their own dtype; other tensors (counters) are taken from the last file. The files must hold the
+    same model: the same model section, vocabulary, and parameter names and shapes; a file that
+    does not is named, with what differs. Returns the metadata written."""
+    if len(sources) < 2:
+        raise CheckpointError(f"averaging needs at least two checkpoints, got {len(sources)}")
+    first = read_checkpoint(sources[0], mmap=True)
+    total = {k: v.double() if v.is_floating_point() else v for k, v in first["model"].items()}
+    steps = [first.get("step")]
+    for source in sources[1:]:
+        state = read_checkpoint(source, mmap=True)
+        if state["config"].get("model") != first["config"].get("model"):
+            raise CheckpointError(f"{source}: model section {state['config'].get('model')} differs from "
+                                  f"{sources[0]}'s {first['config'].get('model')}")
+        if state["vocab"] != first["vocab"]:
+            raise CheckpointError(f"{source}: its vocabulary differs from {sources[0]}'s (averaged weights "
+                                  "would mix rows of different words)")
+        names, wanted = set(state["model"]), set(first["model"])
+        if names != wanted:
+            raise CheckpointError(f"{source}: parameters {sorted(names ^ wanted)[:3]} are in one file only")
+        for name, value in state["model"].items():
+            if value.shape != total[name].shape:
+                raise CheckpointError(f"{source}: {name} has shape {tuple(value.shape)}, "
+                                      f"{sources[0]} {tuple(total[name].shape)}")
+            total[name] = total[name] + value.double() if value.is_floating_point() else value
+        steps.append(state.get("step"))
+    weights = {k: (v / len(sources)).to(first["model"][k].dtype) if v.is_floating_point() else v
+               for k, v in total.items()}
+    metadata = {k: v for k, v in first.items() if k not in TRAINING_STATE}
+    metadata["step"] = steps[-1]
+    metadata["averaged"] = {"from": [Path(s).name for s in sources], "steps": steps}
+    save_checkpoint({"model": weights, **metadata, "format": CHECKPOINT_FORMAT}, target)
+    return metadata
+
+
 def load_model(path: str | Path, device: str | torch.device = "cpu"):
     """(model in eval mode, vocabulary, config, checkpoint metadata) from a checkpoint file.
 

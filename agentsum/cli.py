@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight precision (default float16)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="search.KEY=VALUE",
                    help="change a decoding default, e.g. --set search.min_length=15 (repeatable)")
+    p = sub.add_parser("average", help="average the weights of several checkpoints of one run",
+                       description="Write the mean of the checkpoints' weights (as OpenNMT-py's onmt_average_models "
+                                   "and fairseq's average_checkpoints.py do), with the first one's configuration and "
+                                   "vocabulary and no optimizer state: for summarize, evaluate, serve, export or "
+                                   "--init-from. The checkpoints must hold the same model and vocabulary, e.g. "
+                                   "RUN_DIR/checkpoints/step-*.pt of one run.")
+    p.add_argument("checkpoints", nargs="+", metavar="CKPT", help="two or more .pt checkpoints")
+    p.add_argument("--out", required=True, help="the file to write")
     from agentsum.evaluation import analyze, humaneval, plot
     from agentsum.serve import options as serve_options
 
@@ -252,8 +260,18 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_average(args) -> int:
+    from agentsum.checkpoint import average_checkpoints
+
+    metadata = average_checkpoints(args.checkpoints, args.out)
+    size = Path(args.out).stat().st_size
+    print(f"wrote {args.out} ({size / 2**20:.1f} MiB): the mean of {len(args.checkpoints)} checkpoints "
+          f"(steps {', '.join(str(s) for s in metadata['averaged']['steps'])})")
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
-            "export": cmd_export}
+            "export": cmd_export, "average": cmd_average}
 
 
 def main(argv: list[str] | None = None) -> int:
