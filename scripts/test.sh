@@ -5,12 +5,13 @@
 # password); otherwise those tests are skipped and the end of the run says so (under CI=true they fail).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
+    || ! { fc-list 2>/dev/null | grep -qi "Noto Color Emoji"; }; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo -n"; fi
   if command -v apt-get >/dev/null && { [ -z "$SUDO" ] || sudo -n true 2>/dev/null; }; then
     echo "installing chromium and chromium-driver for the web page tests" >&2
-    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; } \
       || echo "could not install chromium; the web page tests will be skipped" >&2
   fi
 fi

@@ -93,6 +93,28 @@ def has_words(doc: Document) -> bool:
     return any(any(ch.isalnum() for ch in token) for agent in doc.agents for token in agent)
 
 
+def agent_sentence_starts(doc: Document, cfg: DataConfig) -> list[list[int]]:
+    """For every agent, the indices of its tokens that begin a sentence (an utterance, for
+    dialogues) of the article; an agent's first token always begins one of its lines. Needs
+    ``doc.article`` (``keep_text=True``); without it, only the agents' first tokens. The agents'
+    tokens are the first tokens of the article's sentences in order (:mod:`agentsum.data.agents`),
+    so the sentences' running lengths locate the starts."""
+    starts = [[0] if agent else [] for agent in doc.agents]
+    if not doc.article:
+        return starts
+    language = text_processor(cfg)
+    kept = min(cfg.max_article_tokens, cfg.agents * agent_budget(cfg))
+    begins, total = set(), 0
+    for sentence in language.article_sentences(doc.article, limit=kept):
+        begins.add(total)
+        total += len(sentence)
+    offset = 0
+    for a, agent in enumerate(doc.agents):
+        starts[a] += sorted(b - offset for b in begins if offset < b < offset + len(agent))
+        offset += len(agent)
+    return starts
+
+
 def shown_agents(doc: Document, cfg: DataConfig) -> list[list[str]]:
     """The document's agent tokens as written in its article (original casing), aligned one to one
     with ``doc.agents``: tokenization and the agent split depend on token lengths only, which

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from agentsum.data.dataset import Document, shown_agents, to_batch
+from agentsum.data.dataset import Document, agent_sentence_starts, shown_agents, to_batch
 from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
 from agentsum.decoding.search import SearchConfig
 from agentsum.serve.schemas import TOP_K, RequestError, SummarizeRequest
@@ -118,7 +118,8 @@ class ServedModel:
                     entries.append({"agent": a, "index": i, "word": word, "weight": round(w, WEIGHT_DIGITS)})
                 per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
             payloads.append({"agents": A, "source_tokens": [list(x) for x in batch.src_tokens[b]],
-                             "per_token": per_token, "source_words": shown_agents(docs[b], self.config.data)})
+                             "per_token": per_token, "source_words": shown_agents(docs[b], self.config.data),
+                             "source_lines": agent_sentence_starts(docs[b], self.config.data)})
         return payloads
 
 

@@ -45,9 +45,18 @@ def json_int(ge: int, le: int):
 
 #: A JSON number in (0, MAX_PENALTY].
 Penalty = Annotated[float, Field(gt=0, le=MAX_PENALTY), BeforeValidator(_json_number)]
-#: A text with something other than whitespace in it: the schema's pattern ``\S``; the check, with its
-#: own message, is ``str.strip`` in :meth:`SummarizeRequest._one_input` (the same whitespace as Python's ``\S``).
+#: A text with something other than whitespace in it: the schema's pattern ``\S``, whose whitespace is
+#: ECMA-262's (JSON Schema's regular expressions), checked with its own message by :func:`blank`.
 TEXT_SCHEMA = {"type": "string", "pattern": r"\S"}
+#: ECMA-262's white space and line terminators: ``\s`` in a JSON Schema pattern. (Python's ``str.isspace``
+#: also counts the separators U+001C-U+001F and U+0085, which a schema's ``\S`` accepts.)
+ECMA_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                       "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` has nothing but whitespace (what the schema's ``\S`` pattern refuses)."""
+    return all(ch in ECMA_SPACE for ch in text)
 
 
 class SummarizeRequest(BaseModel):
@@ -87,10 +96,10 @@ class SummarizeRequest(BaseModel):
                 raise ValueError(f"'{name}' is null; leave it out instead")
         if (self.text is None) == (self.texts is None):
             raise ValueError("give exactly one of 'text' (a string) or 'texts' (a list of strings)")
-        if self.text is not None and not self.text.strip():
+        if self.text is not None and blank(self.text):
             raise ValueError("'text' is empty or only whitespace")
         for i, t in enumerate(self.texts or []):
-            if not t.strip():
+            if blank(t):
                 raise ValueError(f"texts[{i}] is empty or only whitespace")
         if self.min_length is not None and self.max_length is not None and self.min_length > self.max_length:
             raise ValueError(f"min_length ({self.min_length}) is larger than max_length ({self.max_length})")
@@ -122,6 +131,8 @@ class AttentionPayload(BaseModel):
     agents: int
     source_tokens: list[list[str]] = Field(description="the (preprocessed, truncated) source tokens of every agent")
     source_words: list[list[str]] = Field(description="the same tokens as written in the text (original casing)")
+    source_lines: list[list[int]] = Field(description="per agent, the indices of its tokens that begin a sentence "
+                                                      "(an utterance, for a dialogue model)")
     per_token: list[TokenAttention] = Field(description="one entry per output token, aligned with tokens")
     sentences: list[SentenceAttention]
 

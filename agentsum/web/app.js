@@ -17,6 +17,21 @@
     "Work is expected to start next spring and to take about two years.",
     "The mayor said the project would be paid for partly by a state grant and partly by private donors.",
   ].join(" ");
+  const EXAMPLE_DIALOGUE = [
+    "Hannah: Hey, do you have Betty's number?",
+    "Amanda: Lemme check",
+    "Amanda: Sorry, can't find it.",
+    "Amanda: Ask Larry, he called her last time we were at the park together",
+    "Hannah: I don't know him well",
+    "Amanda: Don't be shy, he's very nice",
+    "Hannah: If you say so.. I'd rather you texted him",
+    "Amanda: Just text him 🙂",
+    "Hannah: Urgh.. Alright. Bye!",
+  ].join("\n");
+  const PLACEHOLDER = {
+    news: "Paste a news article here, or upload a .txt file below…",
+    dialogue: "Paste a chat here, one message per line as Name: text, or upload a .txt file below…",
+  };
 
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, cls, text) => {
@@ -52,16 +67,20 @@
   }
 
   // Append tokens as spans with the spacing of ordinary text.
-  function appendTokens(parent, tokens, makeSpan) {
+  // With ``lineStarts`` (token indices), each of those tokens begins a new line.
+  function appendTokens(parent, tokens, makeSpan, lineStarts) {
+    const breaks = new Set(lineStarts || []);
     tokens.forEach((tok, i) => {
-      if (i > 0 && spaceBetween(tokens[i - 1], tok)) {
+      if (i > 0 && breaks.has(i)) {
+        parent.appendChild(el("br"));
+      } else if (i > 0 && spaceBetween(tokens[i - 1], tok)) {
         parent.appendChild(document.createTextNode(" "));
       }
       parent.appendChild(makeSpan(tok, i));
     });
   }
 
-  const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en" };
+  const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en", dialogue: false };
 
   // ---- model information ------------------------------------------------------------------
   async function loadModel() {
@@ -72,6 +91,9 @@
       const m = await r.json();
       state.defaults = m.search_defaults;
       state.language = m.language || "en";
+      state.dialogue = Boolean(m.dialogue);
+      $("#article").placeholder = state.dialogue ? PLACEHOLDER.dialogue : PLACEHOLDER.news;
+      $('label[for="article"]').textContent = state.dialogue ? "Paste a chat" : "Paste an article";
       $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
       const sel = m.selection && m.selection.metric && m.selection.value !== null
         ? ` · ${m.selection.metric} ${Number(m.selection.value).toFixed(3)}` : "";
@@ -213,7 +235,7 @@
         s.dataset.index = String(i);
         spans.push(s);
         return s;
-      });
+      }, state.dialogue && attn.source_lines ? attn.source_lines[a] : null);  // a dialogue: one utterance per line
       band.appendChild(p);
       source.appendChild(band);
       state.sourceSpans.push(spans);
@@ -335,7 +357,7 @@
     $("#article").addEventListener("input", updateCount);
     $("#file").addEventListener("change", (e) => readFile(e.target.files[0]));
     $("#example").addEventListener("click", () => {
-      $("#article").value = EXAMPLE;
+      $("#article").value = state.dialogue ? EXAMPLE_DIALOGUE : EXAMPLE;
       updateCount();
       $("#article").focus();
     });

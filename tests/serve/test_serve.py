@@ -418,3 +418,15 @@ def test_attention_on_a_gpu_matches_the_cpu(tiny_run):
         assert gpu["tokens"] == cpu["tokens"]
         for a, b in zip(cpu["attention"]["per_token"], gpu["attention"]["per_token"]):
             assert b["agent"] == pytest.approx(a["agent"], abs=1e-3)
+
+
+def test_blank_is_what_a_json_schema_pattern_calls_whitespace():
+    """The schema's \\S is ECMA-262's: U+001F is not whitespace to it, so it is not blank here either
+    (such a text is refused later, for having no words)."""
+    import re
+
+    from agentsum.serve.schemas import ECMA_SPACE, blank
+
+    assert blank("") and blank(" \t\n\u00a0\u3000\ufeff") and not blank("\x1f") and not blank(" a ")
+    # every ECMA space but the byte-order mark is a space to Python too
+    assert {ch for ch in ECMA_SPACE if not re.fullmatch(r"\s", ch)} == {"\ufeff"}

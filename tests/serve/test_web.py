@@ -188,3 +188,42 @@ def test_page_upload_and_errors(server, driver, tmp_path):
     assert "min_length" in driver.find_element(By.ID, "error").text
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "422" not in e["message"]]
     assert not severe, f"browser console errors: {severe}"
+
+
+@pytest.fixture(scope="module")
+def dialogue_server():
+    """The shipped dialogue model (trained on SAMSum chats, data.dialogue: true)."""
+    from agentsum.checkpoint import default_checkpoint
+    from agentsum.serve.app import background_server, create_app
+
+    app = create_app(default_checkpoint(), batch_wait_ms=0, threads=1)
+    with background_server(app) as url:
+        yield url
+
+
+def test_page_fits_a_dialogue_model_and_shows_one_utterance_per_line(dialogue_server, driver):
+    """For a dialogue model the page asks for a chat and offers one as its example; the source panel
+    shows each utterance on its own line as written (speaker first, no space before punctuation, no
+    split clitics), and the header counts one agent in the singular."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 60)
+    driver.get(dialogue_server + "/")
+    wait.until(lambda d: "agent" in d.find_element(By.ID, "model-info").text)
+    info = driver.find_element(By.ID, "model-info").text
+    assert "· 1 agent ·" in info and "agents" not in info
+    article = driver.find_element(By.ID, "article")
+    assert "chat" in article.get_attribute("placeholder") and "news" not in article.get_attribute("placeholder")
+    driver.find_element(By.ID, "example").click()
+    lines = article.get_attribute("value").split("\n")
+    assert len(lines) >= 5 and all(": " in line for line in lines)  # a chat, Name: text
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#summary .tok")))
+    shown = driver.find_element(By.CSS_SELECTOR, "#source .agent-band p").text.split("\n")
+    assert shown == lines
+    ARTIFACTS.mkdir(exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / "web_page_dialogue.png"))
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"browser console errors: {severe}"
