@@ -14,7 +14,6 @@ cuts at sentence boundaries and rougeLsum scores sentence by sentence.
 from __future__ import annotations
 
 import ctypes
-import itertools
 import re
 import threading
 from collections.abc import Iterable
@@ -162,17 +161,6 @@ def _tokenize_clean(sentence: str, lower: bool) -> list[str]:
     pieces = sentence.split()
     cache = _PIECE_CACHE[lower]
     room = len(cache) < _PIECE_CACHE_SIZE
-    if _INNER_DOT_RE.search(sentence) is None:
-        # No piece but the last ends in '.', so every piece stands alone: look them all up at
-        # once (in C) and tokenize only the misses.
-        found = list(map(cache.get, pieces))
-        if None in found:
-            for i, tokens in enumerate(found):
-                if tokens is None:
-                    found[i] = tokens = _piece_tokens(pieces[i], lower)
-                    if room:
-                        cache[pieces[i]] = tokens
-        return list(itertools.chain.from_iterable(found))
     out: list[str] = []
     i, n = 0, len(pieces)
     while i < n:
@@ -200,11 +188,6 @@ def _piece_tokens(piece: str, lower: bool) -> tuple[str, ...]:
     if lower:
         tokens = [t.lower() for t in tokens]
     return tuple(t for t in tokens if t)
-
-
-#: A '.' that ends a piece with another piece after it (``str.split`` and ``\s`` agree on what
-#: whitespace is): only such a piece needs the pieces after it to be tokenized.
-_INNER_DOT_RE = re.compile(r"\.\s+\S")
 
 
 #: Tokens of whitespace-free pieces (by lower-casing), up to this many pieces each.

@@ -271,11 +271,10 @@ def filtered_step(
     if config.repeat_window and t > 0:
         recent = history[:, max(t - config.repeat_window, 0) : t].to(log_probs.device)
         log_probs.scatter_(1, recent, NEG_INF)
-    if n or config.repeat_window:
-        # A row whose every token is forbidden (unigram blocking over a small vocabulary, say, before
-        # min_length) ends: otherwise search would pick among forbidden ids. No wait for the device.
-        stuck = torch.isneginf(log_probs).all(dim=-1)
-        log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])
+    # A row whose every token is forbidden (unigram blocking over a small vocabulary before
+    # min_length, say) ends: otherwise search would pick among forbidden ids. No wait for the device.
+    stuck = torch.isneginf(log_probs).all(dim=-1)
+    log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])
     return log_probs, state, attn
 
 
@@ -317,7 +316,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     """Pick the most probable token at every step (respects min_length, max_length, trigram blocking).
 
     A row whose every token is forbidden (possible only with tiny vocabularies) ends with EOS
-    and a score of -inf.
+    (:func:`filtered_step`).
     """
     config = config or SearchConfig(beam_size=1)
     _check_model(model)
@@ -596,8 +595,6 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=device)
     for t in range(T):
         log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov)
-        stuck = log_probs.max(dim=-1).values == NEG_INF  # every token forbidden: end the row
-        log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])  # no wait for the device
         sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
         chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
         chosen = chosen.masked_fill(done, PAD_ID)
