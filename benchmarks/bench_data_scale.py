@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -164,6 +165,13 @@ def rank_peaks(peaks: dict) -> list[dict]:
     return sorted(ranks, key=lambda p: -p["VmHWM"])
 
 
+def fresh(run_dir: Path) -> Path:
+    """``run_dir`` emptied: a run appends to its metrics.jsonl, so a --work reused from an earlier
+    benchmark would otherwise give the earlier run's step 1."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return run_dir
+
+
 def first_step_seconds(run_dir: Path, started: float) -> float:
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
         row = json.loads(line)
@@ -211,12 +219,12 @@ def measure_corpus(name: str, slug: str, preset: str, corpus: Path, sizes: list[
         for label, store_dir in (("store", store), ("memory", None)):
             if label == "memory" and n not in in_memory_sizes:
                 continue
-            run_dir = work / f"run-{slug}-{n}-{label}"
+            run_dir = fresh(work / f"run-{slug}-{n}-{label}")
             r = run(agentsum(*train_args(preset, spec, store_dir, run_dir, vocab)), logs / f"train-{slug}-{n}-{label}.log")
             ranks = rank_peaks(r["peaks"])
             row[f"train_{label}"] = {"first_step_s": round(first_step_seconds(run_dir, r["start"]), 1),
                                      "peak_rss_mb": round(ranks[0]["VmHWM"] / 1024, 1)}
-            run_dir = work / f"run-{slug}-{n}-{label}-ddp"
+            run_dir = fresh(work / f"run-{slug}-{n}-{label}-ddp")
             cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
                    str(29500 + random.randrange(400)), "-m", "agentsum.cli",
                    *train_args(preset, spec, store_dir, run_dir, vocab, ("--set", "train.batch_size=16"))]
@@ -299,7 +307,7 @@ def measure_evaluate(corpus: Path, sizes: list[int], work: Path) -> dict:
 
 def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: int) -> float:
     """Median milliseconds of a training step (one thread), from a short run's metrics."""
-    run_dir = work / "run-step-time"
+    run_dir = fresh(work / "run-step-time")
     args = train_args(preset, corpus, store_dir, run_dir, vocab)
     args[args.index("train.max_steps=3")] = "train.max_steps=12"
     run(agentsum(*args), work / "logs" / "step-time.log")
