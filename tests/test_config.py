@@ -66,6 +66,8 @@ def test_unknown_keys_and_presets_are_errors(tmp_path):
     ("train.optimizer=adamx", "train.optimizer must be one of adam, adamw, sgd; got 'adamx'"),
     ("train.schedule=cosine", "train.schedule must be one of none, constant, noam; got 'cosine'"),
     ("train.precision=fp8", "train.precision must be one of fp32, bf16"),
+    ("train.label_smoothing=1.0", "train.label_smoothing must be in [0, 1); got 1.0"),
+    ("train.label_smoothing=-0.1", "train.label_smoothing must be in [0, 1); got -0.1"),
     ("train.device=tpu", "train.device must be one of auto, cpu, cuda"),
     ("train.on_nonfinite=ignore", "train.on_nonfinite must be one of skip, stop"),
     ("train.reward=rouge0", "train.reward must be rougeL or rougeN"),

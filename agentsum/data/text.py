@@ -48,6 +48,7 @@ _TOKEN_RE = re.compile(
     r"""
     (?i:https?://|www\.)[^\s"'<>()]*[^\s"'<>().,!?;:]     # URL (trailing punctuation split off)
   | [\w.+-]+@[\w-]+(?:\.[\w-]+)+                          # e-mail address
+  | \#[A-Za-z]\w*\#                                        # speaker tag: #Person1# (DialogSum), one token
   | (?:[A-Za-z]\.){2,}                                    # u.s. / a.m. / e.g.
   | [\w-]+(?:\.[\w-]+)*\.(?i:com|org|net|gov|edu|uk|info)\b  # bare domain: cnn.com
   | (?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Gov|Sens?|Reps?|Rev|Mt|Ft|vs  # titles: "Mr." "Sgt." ...
@@ -59,7 +60,7 @@ _TOKEN_RE = re.compile(
   | [A-Z]\.(?=\s+[A-Z])                                   # initial: "J. F. Kennedy"
   | \w+(?=(?i:n't)\b)                                     # "do" of "don't" (PTB: ca|n't, wo|n't)
   | (?i:n't)\b                                            # negation clitic
-  | (?<=\w)'(?i:s|re|ve|ll|d|m)\b                         # clitics: 's 're 've 'll 'd 'm
+  | (?<=[\w#])'(?i:s|re|ve|ll|d|m)\b                      # clitics: 's 're 've 'll 'd 'm (#Person1#'s too)
   | \d+(?:[.,:/]\d+)+[^\W_]*                              # 3.5  1,000  10:30  9/11  1.5m
   | \w+(?:-\w+|'(?!(?i:s|re|ve|ll|d|m|t)\b)\w+)*          # words, 18-year-old, o'neill
   | \.\.\.+|--+                                           # ellipsis, dash

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from agentsum.data.batch import Batch
-from agentsum.data.vocab import EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.copying import teacher_forced
 from agentsum.decoding.search import SearchConfig, sample_and_greedy
 from agentsum.devices import copy_to
@@ -62,11 +62,15 @@ class MLE:
 
     selection = "valid_nll"
 
-    def __init__(self, sem_weight: float = 0.0, end_ids: list[int] | None = None, coverage_weight: float = 0.0):
+    def __init__(self, sem_weight: float = 0.0, end_ids: list[int] | None = None, coverage_weight: float = 0.0,
+                 label_smoothing: float = 0.0):
         if sem_weight and not end_ids:
             raise ValueError("the semantic cohesion loss needs the ids of sentence delimiters")
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label smoothing must be in [0, 1), got {label_smoothing}")
         self.sem_weight = sem_weight
         self.coverage_weight = coverage_weight
+        self.label_smoothing = label_smoothing
         self.end_ids = end_ids or []
 
     def terms(self, model, batch: Batch, enc=None) -> tuple[torch.Tensor, torch.Tensor, dict]:
@@ -75,7 +79,8 @@ class MLE:
         out = model(batch, enc)
         target = unwrap(model).target_ids(batch.tgt_out)
         # only the real target positions: padding never reaches the output layer
-        nll_sum = -out.dist.at(batch.tgt_mask).log_prob(target[batch.tgt_mask]).sum()
+        dist = out.dist.at(batch.tgt_mask)
+        nll_sum = -dist.log_prob(target[batch.tgt_mask]).sum()
         sem_sum = (semantic_cohesion(out.states, batch.tgt_out, batch.tgt_mask, self.end_ids).sum()
                    if self.sem_weight else nll_sum.new_zeros(()))
         coverage_loss = out.coverage_loss  # (B, T) with model.coverage, else None
@@ -84,7 +89,12 @@ class MLE:
         stats = {"nll_sum": nll_sum.detach(), "sem_sum": sem_sum.detach(), "tokens": tokens}
         if coverage_loss is not None:
             stats["coverage"] = cov_sum.detach() / tokens.clamp_min(1)
-        return nll_sum, self.sem_weight * sem_sum + self.coverage_weight * cov_sum, stats
+        extra = self.sem_weight * sem_sum + self.coverage_weight * cov_sum
+        if self.label_smoothing:
+            # (1 - eps) * NLL + eps * smooth = NLL + eps * (smooth - NLL): nll_sum stays the true NLL
+            # (logged, and what validation selects on); the smoothing rides in the extra terms
+            extra = extra + self.label_smoothing * (smoothing_sum(dist) - nll_sum)
+        return nll_sum, extra, stats
 
     def __call__(self, model, batch: Batch) -> tuple[torch.Tensor, dict]:
         nll_sum, extra_sum, stats = self.terms(model, batch)
@@ -92,6 +102,23 @@ class MLE:
         loss = (nll_sum + extra_sum) / tokens
         stats.update(loss=loss.detach(), nll=stats["nll_sum"] / tokens)
         return loss, stats
+
+
+def smoothing_sum(dist) -> torch.Tensor:
+    """Sum over positions of the cross-entropy against the uniform distribution over the fixed
+    vocabulary, less padding and BOS (never targets): ``-mean_w log P(w)``.
+
+    Label smoothing (Szegedy et al., 2016; Vaswani et al., 2017, eps 0.1) puts eps of each target's
+    mass on every word. With a copy mechanism P is the final mixture of eq (16), so the term reads the
+    copied mass too: a word the decoder copies with certainty is smoothed as one it generates. The
+    uniform is over the fixed vocabulary only; in-article OOVs (extended ids) stay reachable through
+    the target term alone, as a word another document's OOV slot names is not a word of this one.
+    This builds the (positions, V_ext) mixture that training otherwise avoids.
+    """
+    log_p = dist.log_probs()[..., :dist.vocab_size]  # (P, V)
+    keep = torch.ones(log_p.size(-1), dtype=torch.bool, device=log_p.device)
+    keep[[PAD_ID, BOS_ID]] = False
+    return -(log_p[..., keep].mean(-1)).sum()
 
 
 def _reference_ids(batch: Batch) -> torch.Tensor:
@@ -129,7 +156,7 @@ class SelfCritical:
 
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
                  intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
-                 coverage_weight: float = 0.0, decode_dropout: bool = False):
+                 coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0):
         self.gamma = gamma
         self.decode_dropout = decode_dropout
         self.intermediate = intermediate
@@ -137,7 +164,7 @@ class SelfCritical:
         self.max_length = max_length
         self.sampling = SearchConfig(beam_size=1, min_length=0, max_length=max_length, block_trigrams=False)
         self.end_ids = end_ids
-        self.mle = MLE(sem_weight, end_ids, coverage_weight)
+        self.mle = MLE(sem_weight, end_ids, coverage_weight, label_smoothing=label_smoothing)
 
     def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """(B, T) per-token advantages of the sampled sequences and reward statistics."""
@@ -249,10 +276,11 @@ def build_objective(train_config, vocab: Vocabulary):
     sem = train_config.sem_weight if name.endswith("+sem") else 0.0
     cov = train_config.coverage_weight  # applies only to models built with coverage
     if name in ("mle", "mle+sem"):
-        return MLE(sem, ends, cov)
+        return MLE(sem, ends, cov, label_smoothing=train_config.label_smoothing)
     if name in ("rl", "mixed", "mixed+sem"):
         gamma = 1.0 if name == "rl" else train_config.gamma
         return SelfCritical(ends, gamma=gamma, sem_weight=sem, intermediate=train_config.intermediate_rewards,
                             reward=train_config.reward, max_length=train_config.rl_max_length, coverage_weight=cov,
-                            decode_dropout=train_config.rl_decode_dropout)
+                            decode_dropout=train_config.rl_decode_dropout,
+                            label_smoothing=train_config.label_smoothing)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")

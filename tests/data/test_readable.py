@@ -55,3 +55,16 @@ def test_capitalize_first_skips_opening_punctuation_and_leaves_digits():
 def test_function_words_stay_lower_case_whatever_the_chat_wrote():
     casing = Casing.from_text("Suzie: ok :) And then WE go\nOlga: yes And THE Cinema is great", dialogue=True)
     assert [casing(t) for t in ("and", "we", "the", "cinema", "suzie")] == ["and", "we", "the", "Cinema", "Suzie"]
+
+
+SPOKEN = "#Person1#: Hi, I'm calling about #Person2#'s order.\n#Person2#: Thanks. #Person1#, it's late."
+
+
+def test_speaker_tags_stay_one_token_and_print_as_written():
+    assert tokenize("#Person1#: it's #Person2#'s turn.") == ["#person1#", ":", "it", "'s", "#person2#", "'s", "turn", "."]
+    assert tokenize("#Person1#'ll go", lower=False) == ["#Person1#", "'ll", "go"]
+    assert tokenize("#love C# #1") == ["#", "love", "c", "#", "#", "1"]  # a hashtag is not a tag
+    tokens = "#person1# is calling about #person2# 's order . #person2# 's order is late .".split()
+    assert readable(tokens, SPOKEN, dialogue=True) == (
+        "#Person1# is calling about #Person2#'s order. #Person2#'s order is late."
+    )

@@ -7,7 +7,7 @@ import torch
 
 from agentsum.config import load_config, preset_names
 from agentsum.data.batch import make_batch
-from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from agentsum.decoding.copying import teacher_forced
 from agentsum.decoding.search import SearchConfig, greedy_search, sample_and_greedy
 from agentsum.models.dca import DCA, DCAConfig
@@ -54,6 +54,37 @@ def test_mle_sem_adds_lambda_times_cohesion():
     assert float(s1["nll_sum"]) == pytest.approx(float(s0["nll_sum"]))
     assert s1["sem_sum"] != 0
     assert with_sem.item() == pytest.approx(plain.item() + 0.1 * float(s1["sem_sum"] / s1["tokens"]), rel=1e-5)
+
+
+@pytest.mark.parametrize("pointer", ["single", "multi", "none"])
+def test_label_smoothing_is_eps_of_uniform_cross_entropy_over_the_mixture(pointer):
+    model = tiny_model(pointer=pointer).eval()  # the same pass for the objective and the hand computation
+    # zebra: an in-article OOV, which the pointers reach through an extended id
+    docs = [[DOCS[0][0] + ["zebra", "."], DOCS[0][1]], DOCS[1]]
+    summaries = [SUMMARIES[0] + ["zebra", "."], SUMMARIES[1]]
+    batch = make_batch(docs, VOCAB, summaries=summaries)
+    eps = 0.2
+    plain, s0 = MLE()(model, batch)
+    smooth, s1 = MLE(label_smoothing=eps)(model, batch)
+    assert float(s1["nll_sum"]) == pytest.approx(float(s0["nll_sum"]), rel=1e-6)  # the logged NLL is the true one
+
+    out = model(batch)
+    mask = batch.tgt_mask
+    log_p = out.dist.log_probs()[mask]  # (P, V_ext), the dense mixture
+    target = model.target_ids(batch.tgt_out)[mask]
+    nll = -log_p.gather(1, target[:, None]).squeeze(1)
+    words = [i for i in range(len(VOCAB)) if i not in (PAD_ID, BOS_ID)]
+    uniform = -log_p[:, words].mean(1)
+    expected = ((1 - eps) * nll + eps * uniform).sum() / mask.sum()
+    assert smooth.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert smooth.item() != pytest.approx(plain.item(), rel=1e-3)
+    smooth.backward()
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_label_smoothing_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="label smoothing"):
+        MLE(label_smoothing=1.0)
 
 
 def test_sample_and_greedy_greedy_matches_greedy_search():
