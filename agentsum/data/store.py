@@ -61,7 +61,7 @@ from agentsum.data.vocab import SPECIALS, Vocabulary
 STORE_FORMAT = 1
 #: Bumped when tokenization or the agent split changes what a corpus prepares to: a store written by
 #: an older preprocessing is refused (its key differs) instead of silently training on other tokens.
-PREPROCESSING_VERSION = 1
+PREPROCESSING_VERSION = 2  # 2: speaker tags (#Person1#) one token
 
 #: Documents per task sent to a worker, and per Arrow record batch.
 CHUNK = 512
