@@ -554,10 +554,12 @@ def test_search_invariants_with_random_tiny_dca(case):
 # ------------------------------------------------------------------------------------------
 
 #: Pieces around the look-aheads that peek past whitespace: titles, months, states, company
-#: suffixes, initials, numbers and commas after a '.', clitics, quotes.
+#: suffixes, initials, numbers and commas after a '.', clitics, quotes; and pieces ending in '.'
+#: that need no join (a lower-case word, a long or inner capitalized run, a digit, a non-ASCII capital).
 LOOKAHEAD_PIECES = ["Mr.", "Dr.", "Jan.", "No.", "Pa.", "Calif.", "Inc.", "Co.", "J.", "F.", "U.S.", "a.m.",
                     "5", "10", ",", "Kennedy", "said", "and", "'s", "don't", "''", "``", ".", "...", "x.",
-                    "cnn.com", "www.cnn.com.", "A", "b", "--"]
+                    "cnn.com", "www.cnn.com.", "A", "b", "--", "hospital.", "Sept.", "Bros.", "Ltd.", "vs.",
+                    "(Jan.", "xInc.", "_Inc.", "McCain.", "Wash.", "Wyo.", "5.", "Ä.", "#Person1#", "#Person1#'s"]
 
 
 def whole_sentence_tokens(sentence: str, lower: bool) -> list[str]:

@@ -323,11 +323,14 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
         agent_lengths.append([len(chunk) for chunk in doc.agents])
         ids.append(doc.id)
         references.append(doc.reference)
-    types = list(dict.fromkeys(itertools.chain(article, summary)))
-    index = {t: i for i, t in enumerate(types)}
-    return {"types": types, "article": np.fromiter(map(index.__getitem__, article), np.int32, len(article)),
+    # First-seen ids in one pass over the tokens, all of it in C: a missing token takes the next
+    # number from the counter (a third of the chunk's time went to three passes in Python before)
+    index: collections.defaultdict[str, int] = collections.defaultdict(itertools.count().__next__)
+    article_ids = np.fromiter(map(index.__getitem__, article), np.int32, len(article))
+    summary_ids = np.fromiter(map(index.__getitem__, summary), np.int32, len(summary))
+    return {"types": list(index), "article": article_ids,
             "summary_lengths": np.asarray(summary_lengths, dtype=np.int64),
-            "summary": np.fromiter(map(index.__getitem__, summary), np.int32, len(summary)),
+            "summary": summary_ids,
             "agent_lengths": np.asarray(agent_lengths, dtype=np.int32).reshape(len(ids), cfg.agents),
             "ids": ids, "references": references, "dropped": dropped}
 
