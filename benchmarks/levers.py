@@ -1,0 +1,142 @@
+"""The training levers at equal minutes: each run's selected checkpoint on SAMSum validation.
+
+Every run is ``agentsum train --config samsum-m1`` with one change and the same
+``train.max_minutes``, trained two at a time, one thread each, on a 2-core machine
+(``benchmarks/levers.sh`` has the commands). For each run this decodes all 814 SAMSum validation
+dialogues with its best checkpoint (lowest validation NLL) twice: with the preset's search (beam 5,
+trigram blocking, min length 15) and with ``repeat_window 2 + repetition_penalty 1.5``, and
+reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
+word within three tokens ("doubled") and the share naming one word twice around "and" ("X and
+X"); with ``--dialogsum``, the same for DialogSum's validation dialogues beside Lead-3. Steps, the
+best validation NLL and training tokens/s come from the run's metrics.jsonl.
+
+    python benchmarks/levers.py base=runs/lever-base feeding=runs/lever-if [--dialogsum] [--docs 814]
+
+Rows go to benchmarks/results/samsum/levers.{json,md}; a label run again replaces its row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from decoding_controls import rates  # noqa: E402
+
+from agentsum.data.sources import load_examples  # noqa: E402
+from agentsum.evaluation.rouge import rouge_for  # noqa: E402
+from agentsum.summarizer import Summarizer  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+SEARCHES = {"preset": {}, "rw2+pen1.5": {"repeat_window": 2, "repetition_penalty": 1.5}}
+
+
+def run_facts(run_dir: Path) -> dict:
+    """Steps, training minutes (first to last logged step), best validation NLL and median tokens/s."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    train = [r for r in rows if "tokens_per_s" in r]
+    valid = [r["valid_nll"] for r in rows if "valid_nll" in r]
+    return {"steps": max(r["step"] for r in rows),
+            "minutes": round((train[-1]["time"] - train[0]["time"] + train[0]["seconds"]) / 60, 1),
+            "best_valid_nll": min(valid) if valid else None,
+            "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in train))}
+
+
+def score(summarizer: Summarizer, path: Path, docs: int | None, changes: dict) -> dict:
+    examples = load_examples(str(path), end=docs)
+    prepared = summarizer.prepare_examples(examples)
+    started = time.perf_counter()
+    tokens = summarizer.summarize_documents(prepared, summarizer.search_config(**changes))
+    predictions = [summarizer.language.summary_text(t) for t in tokens]
+    scores = rouge_for(summarizer.language, predictions, [d.reference for d in prepared])
+    doubled, xx = rates(predictions)
+    return {"rouge1": round(scores["rouge1"], 2), "rouge2": round(scores["rouge2"], 2),
+            "rougeL": round(scores["rougeLsum"], 2), "doubled": round(doubled, 1), "x_and_x": round(xx, 1),
+            "docs": len(prepared), "seconds": round(time.perf_counter() - started)}
+
+
+def lead3(summarizer: Summarizer, path: Path, docs: int | None) -> dict:
+    """Lead-3 (the first three utterances) against the same references."""
+    examples = load_examples(str(path), end=docs)
+    prepared = summarizer.prepare_examples(examples)
+    language = summarizer.language
+    scores = rouge_for(language, [language.lead(ex.article) for ex in examples], [d.reference for d in prepared])
+    return {"rouge1": round(scores["rouge1"], 2), "rouge2": round(scores["rouge2"], 2),
+            "rougeL": round(scores["rougeLsum"], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="LABEL=RUN_DIR")
+    parser.add_argument("--docs", type=int, default=None, help="first N validation dialogues (default: all)")
+    parser.add_argument("--checkpoint", default="best", help="checkpoint name in RUN_DIR/checkpoints (default best)")
+    parser.add_argument("--dialogsum", action="store_true", help="also score DialogSum validation")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "samsum"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    saved = out / "levers.json"
+    table = json.loads(saved.read_text()) if saved.exists() else {}
+    for spec in args.runs:
+        label, _, run = spec.partition("=")
+        run_dir = Path(run)
+        summarizer = Summarizer(str(run_dir / "checkpoints" / f"{args.checkpoint}.pt"), device="cpu")
+        row = {"run": str(run_dir), "checkpoint": args.checkpoint, **run_facts(run_dir)}
+        for name, changes in SEARCHES.items():
+            row[f"samsum {name}"] = score(summarizer, DATA / "samsum" / "valid.jsonl", args.docs, changes)
+            if args.dialogsum:
+                row[f"dialogsum {name}"] = score(summarizer, DATA / "dialogsum" / "valid.jsonl", args.docs, changes)
+        for corpus in ("samsum", "dialogsum") if args.dialogsum else ("samsum",):
+            table.setdefault("_lead3", {})[corpus] = lead3(summarizer, DATA / corpus / "valid.jsonl", args.docs)
+        table[label] = row
+        print(label, json.dumps(row), flush=True)
+        out.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(table, indent=1) + "\n")
+    write_markdown(table, out / "levers.md")
+
+
+def write_markdown(table: dict, path: Path) -> None:
+    lines = ["# Training levers at equal minutes (SAMSum validation, all 814 dialogues)", "",
+             "`python benchmarks/levers.py`; runs from `benchmarks/levers.sh`. R-1 / R-2 / R-L from rouge-score "
+             "(stemmed, rougeLsum); doubled: a content word repeated within three tokens; X and X: one word twice "
+             "around \"and\". Best checkpoint by validation NLL.", "",
+             "| run | minutes | steps | tokens/s | best valid NLL | preset search: R-1 / R-2 / R-L | doubled | X and X "
+             "| rw2 + pen1.5: R-1 / R-2 / R-L | doubled | X and X |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    runs = {k: r for k, r in table.items() if not k.startswith("_")}
+    for label, r in runs.items():
+        cells = [label, str(r["minutes"]), f"{r['steps']:,}", f"{r['tokens_per_s']:,}",
+                 f"{r['best_valid_nll']:.3f}" if r["best_valid_nll"] is not None else "-"]
+        for name in SEARCHES:
+            s = r[f"samsum {name}"]
+            cells += [f"{s['rouge1']:.2f} / {s['rouge2']:.2f} / {s['rougeL']:.2f}", f"{s['doubled']:.1f}%",
+                      f"{s['x_and_x']:.1f}%"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lead = table.get("_lead3", {})
+    if "samsum" in lead:
+        a = lead["samsum"]
+        lines.append(f"| Lead-3 | | | | | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | | | | | |")
+    dialog = {k: r for k, r in runs.items() if "dialogsum preset" in r}
+    if dialog:
+        lines += ["", "DialogSum validation (491 dialogues):", "",
+                  "| run | preset search: R-1 / R-2 / R-L | rw2 + pen1.5: R-1 / R-2 / R-L |", "|---|---|---|"]
+        for label, r in dialog.items():
+            a, b = r["dialogsum preset"], r["dialogsum rw2+pen1.5"]
+            lines.append(f"| {label} | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | "
+                         f"{b['rouge1']:.2f} / {b['rouge2']:.2f} / {b['rougeL']:.2f} |")
+        if "dialogsum" in lead:
+            a = lead["dialogsum"]
+            lines.append(f"| Lead-3 | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

