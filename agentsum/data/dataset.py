@@ -93,38 +93,34 @@ def has_words(doc: Document) -> bool:
     return any(any(ch.isalnum() for ch in token) for agent in doc.agents for token in agent)
 
 
-def agent_sentence_starts(doc: Document, cfg: DataConfig) -> list[list[int]]:
-    """For every agent, the indices of its tokens that begin a sentence (an utterance, for
-    dialogues) of the article; an agent's first token always begins one of its lines. Needs
-    ``doc.article`` (``keep_text=True``); without it, only the agents' first tokens. The agents'
-    tokens are the first tokens of the article's sentences in order (:mod:`agentsum.data.agents`),
-    so the sentences' running lengths locate the starts."""
+def source_view(doc: Document, cfg: DataConfig) -> tuple[list[list[str]], list[list[int]]]:
+    """What a reader is shown of the source: every agent's tokens as written in the article
+    (original casing), aligned one to one with ``doc.agents``, and for every agent the indices of
+    its tokens that begin a sentence (an utterance, for dialogues); an agent's first token always
+    begins one of its lines. The article is tokenized once, cased, for both.
+
+    Tokenization and the agent split depend on token lengths only, which lower-casing keeps, and
+    the agents' tokens are the first tokens of the article's sentences in order
+    (:mod:`agentsum.data.agents`), so the cased sentences' running lengths locate the starts.
+    Needs ``doc.article`` (``keep_text=True``); without it, ``doc.agents`` and only their first tokens."""
+    words = [list(a) for a in doc.agents]
     starts = [[0] if agent else [] for agent in doc.agents]
     if not doc.article:
-        return starts
-    language = text_processor(cfg)
-    kept = min(cfg.max_article_tokens, cfg.agents * agent_budget(cfg))
+        return words, starts
+    language = text_processor(dataclasses.replace(cfg, lowercase=False))
+    sentences = language.article_sentences(doc.article, limit=kept_tokens(cfg))
+    cased = split_article(sentences, cfg)
+    if cfg.lowercase and [len(a) for a in cased] == [len(a) for a in doc.agents]:  # else keep alignment safe
+        words = cased
     begins, total = set(), 0
-    for sentence in language.article_sentences(doc.article, limit=kept):
+    for sentence in sentences:
         begins.add(total)
         total += len(sentence)
     offset = 0
     for a, agent in enumerate(doc.agents):
         starts[a] += sorted(b - offset for b in begins if offset < b < offset + len(agent))
         offset += len(agent)
-    return starts
-
-
-def shown_agents(doc: Document, cfg: DataConfig) -> list[list[str]]:
-    """The document's agent tokens as written in its article (original casing), aligned one to one
-    with ``doc.agents``: tokenization and the agent split depend on token lengths only, which
-    lower-casing keeps. Needs ``doc.article`` (``keep_text=True``); without it, ``doc.agents``."""
-    if not doc.article or not cfg.lowercase:
-        return [list(a) for a in doc.agents]
-    cased = prepare(Example(doc.id, doc.article, "", ""), dataclasses.replace(cfg, lowercase=False))
-    if [len(a) for a in cased.agents] != [len(a) for a in doc.agents]:  # never seen; keep alignment safe
-        return [list(a) for a in doc.agents]
-    return cased.agents
+    return words, starts
 
 
 def agent_budget(cfg: DataConfig) -> int:
@@ -137,20 +133,27 @@ def agent_budget(cfg: DataConfig) -> int:
     return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
 
 
+def kept_tokens(cfg: DataConfig) -> int:
+    """How many of an article's first tokens the agents read: min(max_article_tokens, agents x budget)."""
+    return min(cfg.max_article_tokens, cfg.agents * agent_budget(cfg))
+
+
+def split_article(sentences: Sequence[Sequence[str]], cfg: DataConfig) -> list[list[str]]:
+    """An article's tokenized sentences split among ``cfg.agents`` agents as ``cfg`` says."""
+    # agent_split: whole cuts a sentence longer than an equal share, so that every agent gets text
+    piece = -(-cfg.max_article_tokens // cfg.agents) if cfg.agent_split == "whole" else None
+    return split_among_agents(sentences, cfg.agents, agent_budget(cfg), cfg.max_article_tokens, piece)
+
+
 def prepare(example: Example, cfg: DataConfig, language: TextProcessor | None = None,
             keep_text: bool = False) -> Document:
     """Tokenize an example and split its truncated article among ``cfg.agents`` agents."""
     language = language or text_processor(cfg)
     summary = language.summary_sentences(example.summary) if example.summary else []
     flat = [tok for sentence in summary for tok in sentence]
-    budget = agent_budget(cfg)
-    # split_among_agents keeps the first min(max_article_tokens, agents x budget) tokens: the rest of
-    # the article is not split into sentences or tokenized at all (a CNN article is ~40 sentences).
-    kept = min(cfg.max_article_tokens, cfg.agents * budget)
-    # agent_split: whole cuts a sentence longer than an equal share, so that every agent gets text
-    piece = -(-cfg.max_article_tokens // cfg.agents) if cfg.agent_split == "whole" else None
-    agents = split_among_agents(language.article_sentences(example.article, limit=kept), cfg.agents, budget,
-                                cfg.max_article_tokens, piece)
+    # the agents keep the first kept_tokens(cfg) tokens: the rest of the article is not split into
+    # sentences or tokenized at all (a CNN article is ~40 sentences)
+    agents = split_article(language.article_sentences(example.article, limit=kept_tokens(cfg)), cfg)
     return Document(id=example.id, agents=agents, summary=flat[: cfg.max_summary_tokens],
                     reference=language.join_sentences(summary), article=example.article if keep_text else "")
 

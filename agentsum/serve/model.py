@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from agentsum.data.dataset import Document, agent_sentence_starts, shown_agents, to_batch
+from agentsum.data.dataset import Document, source_view, to_batch
 from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
 from agentsum.decoding.search import SearchConfig
 from agentsum.serve.schemas import TOP_K, RequestError, SummarizeRequest
@@ -117,9 +117,9 @@ class ServedModel:
                     a, i, word = found
                     entries.append({"agent": a, "index": i, "word": word, "weight": round(w, WEIGHT_DIGITS)})
                 per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
+            words, lines = source_view(docs[b], self.config.data)  # the article tokenized once for both
             payloads.append({"agents": A, "source_tokens": [list(x) for x in batch.src_tokens[b]],
-                             "per_token": per_token, "source_words": shown_agents(docs[b], self.config.data),
-                             "source_lines": agent_sentence_starts(docs[b], self.config.data)})
+                             "per_token": per_token, "source_words": words, "source_lines": lines})
         return payloads
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from agentsum.data.corpus import Example
 from agentsum.data.dataset import (DataConfig, DataSource, epoch_order, has_words, iterate_global_batches,
-                                   load_documents, prepare, prepare_all, read_examples, shown_agents,
+                                   load_documents, prepare, prepare_all, read_examples, source_view,
                                    sorted_batches, to_batch)
 from agentsum.data.records import DataError
 from agentsum.data.vocab import Vocabulary
@@ -34,8 +34,21 @@ def test_truncation_and_kept_text_and_original_casing():
     doc = prepare(Example("d", ARTICLE, "", "x"), cfg, keep_text=True)
     assert doc.agents == [["the", "cat", "sat", "on", "the"]] and doc.summary == [] and doc.reference == ""
     assert doc.article == ARTICLE
-    assert shown_agents(doc, cfg) == [["The", "Cat", "sat", "on", "the"]]  # aligned one to one with the tokens
-    assert shown_agents(dataclasses.replace(doc, article=""), cfg) == doc.agents
+    assert source_view(doc, cfg)[0] == [["The", "Cat", "sat", "on", "the"]]  # aligned one to one with the tokens
+    assert source_view(dataclasses.replace(doc, article=""), cfg)[0] == doc.agents
+
+
+@pytest.mark.parametrize("split", ["table6", "whole"])
+def test_source_view_gives_cased_words_and_utterance_starts_per_agent(split):
+    chat = "Amy: one two three\nBob: Four five\nAmy: six"
+    cfg = DataConfig(agents=2, dialogue=True, max_article_tokens=12, agent_split=split,
+                     agent_tokens=None if split == "whole" else 7)
+    doc = prepare(Example("d", chat, "", "x"), cfg, keep_text=True)
+    assert doc.agents == [["amy", ":", "one", "two", "three"], ["bob", ":", "four", "five", "amy", ":", "six"]]
+    words, starts = source_view(doc, cfg)
+    assert words == [["Amy", ":", "one", "two", "three"], ["Bob", ":", "Four", "five", "Amy", ":", "six"]]
+    assert starts == [[0], [0, 4]]
+    assert source_view(dataclasses.replace(doc, article=""), cfg) == (doc.agents, [[0], [0]])
 
 
 def test_documents_without_words_are_dropped_or_flagged():
