@@ -44,7 +44,8 @@ def run_facts(run_dir: Path) -> dict:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     train = [r for r in rows if "tokens_per_s" in r]
     valid = [r["valid_nll"] for r in rows if "valid_nll" in r]
-    return {"steps": max(r["step"] for r in rows),
+    return {"valid_nll_at": {str(r["step"]): round(r["valid_nll"], 4) for r in rows if "valid_nll" in r},
+            "steps": max(r["step"] for r in rows),
             "minutes": round((train[-1]["time"] - train[0]["time"] + train[0]["seconds"]) / 60, 1),
             "best_valid_nll": min(valid) if valid else None,
             "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in train))}
@@ -124,6 +125,13 @@ def write_markdown(table: dict, path: Path) -> None:
     if "samsum" in lead:
         a = lead["samsum"]
         lines.append(f"| Lead-3 | | | | | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | | | | | |")
+    steps = sorted({int(k) for r in runs.values() for k in r.get("valid_nll_at", {}) if int(k) % 500 == 0})
+    if steps:
+        lines += ["", "Validation NLL at equal steps (per step, before minutes count):", "",
+                  "| run | " + " | ".join(f"step {k:,}" for k in steps) + " |", "|---" * (len(steps) + 1) + "|"]
+        for label, r in runs.items():
+            at = r.get("valid_nll_at", {})
+            lines.append(f"| {label} | " + " | ".join(f"{at[str(k)]:.3f}" if str(k) in at else "" for k in steps) + " |")
     dialog = {k: r for k, r in runs.items() if "dialogsum preset" in r}
     if dialog:
         lines += ["", "DialogSum validation (491 dialogues):", "",
