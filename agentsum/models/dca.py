@@ -21,6 +21,10 @@ Choices where the paper is silent or ambiguous (also in docs/model.md):
   from agent 1 (``init_state="first"``, as printed) or, with ``"mean"``, from the mean over agents.
   Agents that received no text (short documents) neither send messages nor receive attention;
   eq (6)'s 1/(M-1) becomes 1/(number of other agents with text). With M = 1 the message is 0.
+  Two options leave the printed reading as their default. ``message="length"`` weights each other
+  agent in eq (6) by its tokens, so an agent of 3 tokens weighs less than one of 250.
+  ``agent_index`` adds a learned vector e_a per agent position inside eq (10)'s tanh (zeros at the
+  start): as printed, shared parameters and a symmetric message give the agents no signal of order.
 * Without communication (ablation m4) the message is 0, so f(h) = V1 tanh(W3 h): same layers,
   no information from other agents.
 * The decoder LSTM's initial cell state is zero (the paper only gives s_0 = h_{1,I}^(K)); its input
@@ -52,6 +56,9 @@ from agentsum.models.pointer import CopyDistribution
 POINTERS = ("none", "single", "multi")
 AGENT_STATES = ("last", "ends")  # what "the last hidden state" of an agent is (eq 6, s_0)
 INIT_STATES = ("first", "mean")  # s_0 from agent 1 (the paper) or the mean over agents with text
+MESSAGES = ("mean", "length")  # eq (6): the plain mean over the other agents (the paper) or by their tokens
+#: Agent positions the agent-index embedding of eq (10) has (``agent_index``); the paper's largest M is 5.
+MAX_AGENT_INDEX = 16
 
 
 @dataclass
@@ -76,6 +83,13 @@ class DCAConfig:
     init_state: str = "first"
     # The decoder LSTM reads [y_{t-1}; c*_{t-1}] (input feeding) instead of y_{t-1} alone; off as printed.
     input_feeding: bool = False
+    # Eq (10) with a learned vector per agent position added inside the tanh, so the agent attention
+    # can tell agent 1 (the article's start) from agent 3; off as printed (shared parameters and a
+    # symmetric message give the agents no signal of their order).
+    agent_index: bool = False
+    # Eq (6)'s message: "mean" over the other agents as printed; "length" weights each by its tokens,
+    # so an agent holding 3 tokens counts for less than one holding 250.
+    message: str = "mean"
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
@@ -84,6 +98,8 @@ class DCAConfig:
             raise ValueError(f"model.agent_state must be one of {AGENT_STATES}, got {self.agent_state!r}")
         if self.init_state not in INIT_STATES:
             raise ValueError(f"model.init_state must be one of {INIT_STATES}, got {self.init_state!r}")
+        if self.message not in MESSAGES:
+            raise ValueError(f"model.message must be one of {MESSAGES}, got {self.message!r}")
         if self.contextual_layers < 0:
             raise ValueError("model.contextual_layers must be >= 0")
 
@@ -235,6 +251,9 @@ class DCA(nn.Module):
         self.w7 = nn.Linear(H, H, bias=False)  # eq (10)
         self.w8 = nn.Linear(H, H, bias=True)  # eq (10), bias is b2
         self.v3 = nn.Linear(H, 1, bias=False)
+        if config.agent_index:  # e_a of eq (10); zeros at the start, so training starts from the printed model
+            self.agent_position = nn.Embedding(MAX_AGENT_INDEX, H)
+            nn.init.zeros_(self.agent_position.weight)
         n_in = 3 * H if config.contextual_agent_attention else 2 * H
         self.out_hidden = nn.Linear(n_in, H)  # MLP of eq (12)/(13)
         self.out_vocab = nn.Linear(H, V)
@@ -255,7 +274,7 @@ class DCA(nn.Module):
         ends = self.config.agent_state == "ends"
         h, final = self._agent_states(self.local(x, lengths, ends=ends), last)  # h^(1), eq (1)-(2)
         for layer in self.contextual:
-            message = self._message(final, agent_mask)  # z^(k), eq (6)
+            message = self._message(final, agent_mask, batch.src_lengths)  # z^(k), eq (6)
             h, final = self._agent_states(layer(self.dropout(h), message, lengths, ends=ends), last)  # eq (3)-(5), (7)
         keys = self.w5(h)  # W5 h of eq (8), once per document
         if self.config.init_state == "mean":
@@ -283,11 +302,18 @@ class DCA(nn.Module):
         h = out.view(B, A, out.size(-2), -1)
         return h, h.gather(2, last.view(B, A, 1, 1).expand(B, A, 1, h.size(-1))).squeeze(2)
 
-    def _message(self, final: torch.Tensor, agent_mask: torch.Tensor) -> torch.Tensor:
-        """Eq (6): z_a = the mean of the other agents' last states (B, A, H), over agents with text."""
+    def _message(self, final: torch.Tensor, agent_mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Eq (6): z_a = the mean of the other agents' last states (B, A, H), over agents with text;
+        with ``message="length"``, each other agent weighted by its tokens (lengths: (B, A))."""
         B, A, H = final.shape
         if not self.config.communication or A == 1:
             return final.new_zeros(B, A, H)
+        if self.config.message == "length":
+            # w[a, m]: agent m's tokens for m != a (0 for agents without text), as an (A, A) matrix:
+            # "all minus self" would cancel large weights against each other in floating point
+            tokens = (lengths * agent_mask).to(final.dtype)  # (B, A)
+            w = tokens.unsqueeze(1) * (1 - torch.eye(A, dtype=final.dtype, device=final.device))  # (B, A, A)
+            return torch.bmm(w, final) / w.sum(-1, keepdim=True).clamp_min(1)
         final = final * agent_mask.unsqueeze(-1)
         others = final.sum(1, keepdim=True) - final  # sum over m != a
         n_others = (agent_mask.sum(1, keepdim=True) - agent_mask.long()).clamp_min(1)  # (B, A)
@@ -319,7 +345,12 @@ class DCA(nn.Module):
         # eq (9): c^t_a = sum_i l^t_{a,i} h_{a,i}
         context = torch.einsum("btas,bash->btah", word_attn, enc.states)  # (B, T, A, H)
         # eq (10): g^t = softmax_a(v3^T tanh(W7 c^t_a + W8 s_t + b2))
-        agent_scores = self.v3(torch.tanh(self.w7(context) + self.w8(s).unsqueeze(2))).squeeze(-1)  # (B, T, A)
+        agent_features = self.w7(context) + self.w8(s).unsqueeze(2)  # (B, T, A, H)
+        if self.config.agent_index:  # + e_a, the agent's position
+            if A > MAX_AGENT_INDEX:
+                raise ValueError(f"model.agent_index holds {MAX_AGENT_INDEX} agent positions; the batch has {A} agents")
+            agent_features = agent_features + self.agent_position.weight[:A]
+        agent_scores = self.v3(torch.tanh(agent_features)).squeeze(-1)  # (B, T, A)
         agent_attn = masked_softmax(agent_scores, enc.agent_mask.unsqueeze(1))
         # eq (11): c*_t = sum_a g^t_a c^t_a
         agent_context = torch.einsum("bta,btah->bth", agent_attn, context)  # (B, T, H)

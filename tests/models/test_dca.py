@@ -34,6 +34,9 @@ CONFIGS += [dict(pointer="multi", contextual_agent_attention=True, communication
 # input feeding: [y_{t-1}; c*_{t-1}] into the decoder LSTM, with and without caa, coverage and one pointer
 CONFIGS += [dict(pointer="multi", contextual_agent_attention=caa, communication=True, input_feeding=True)
             for caa in (False, True)]
+# the optional order signal in eq (10) and the length-weighted message of eq (6)
+CONFIGS += [dict(pointer="multi", contextual_agent_attention=True, communication=True, agent_index=True,
+                 message="length", input_feeding=True)]
 CONFIGS += [dict(pointer="single", coverage=True, input_feeding=True),
             dict(pointer="multi", contextual_agent_attention=True, communication=True, coverage=True,
                  input_feeding=True)]
@@ -195,7 +198,7 @@ def test_message_is_mean_of_other_agents_eq_6():
     h = torch.randn(2, 3, 5, 12)
     last = torch.tensor([[4, 2, 0], [1, 3, 4]])
     agents = torch.ones(2, 3, dtype=torch.bool)
-    z = model._message(model._agent_states(h, last)[1], agents)  # states at each agent's last token
+    z = model._message(model._agent_states(h, last)[1], agents, last + 1)  # states at each agent's last token
     for b in range(2):
         finals = [h[b, a, last[b, a]] for a in range(3)]
         for a in range(3):
@@ -203,9 +206,57 @@ def test_message_is_mean_of_other_agents_eq_6():
             assert torch.allclose(z[b, a], explicit, atol=1e-6)
     # An agent without text sends nothing: the others average over the agents that have text.
     agents[0, 2] = False
-    z = model._message(model._agent_states(h, last)[1], agents)  # states at each agent's last token
+    z = model._message(model._agent_states(h, last)[1], agents, last + 1)  # states at each agent's last token
     assert torch.allclose(z[0, 0], h[0, 1, 2], atol=1e-6)
     assert torch.allclose(z[0, 2], (h[0, 0, 4] + h[0, 1, 2]) / 2, atol=1e-6)
+
+
+def test_length_weighted_message_weights_the_other_agents_by_their_tokens():
+    model = tiny_model(communication=True, message="length")
+    torch.manual_seed(1)
+    final = torch.randn(1, 3, 12)
+    lengths = torch.tensor([[250, 3, 100]])
+    agents = torch.ones(1, 3, dtype=torch.bool)
+    z = model._message(final, agents, lengths)
+    assert torch.allclose(z[0, 0], (3 * final[0, 1] + 100 * final[0, 2]) / 103, atol=1e-6)
+    assert torch.allclose(z[0, 1], (250 * final[0, 0] + 100 * final[0, 2]) / 350, atol=1e-6)
+    agents[0, 2] = False  # an agent without text sends nothing, whatever its recorded length
+    z = model._message(final, agents, lengths)
+    assert torch.allclose(z[0, 0], final[0, 1], atol=1e-6)
+    mean = tiny_model(communication=True)._message(final, torch.ones(1, 3, dtype=torch.bool), lengths)
+    assert torch.allclose(mean[0, 0], (final[0, 1] + final[0, 2]) / 2, atol=1e-6)  # the paper's mean
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_agent_attention_sees_agent_order_only_with_the_agent_index(index):
+    """With s_0 the agents' mean and the symmetric message of eq (6), nothing in eq (1)-(10) tells
+    the agents apart but their text: swapping two agents' texts swaps their attention weights
+    exactly. With learned position vectors in eq (10) it does not."""
+    model = tiny_model(contextual_agent_attention=True, communication=True, init_state="mean", agent_index=index)
+    with torch.no_grad():
+        model.v3.weight.mul_(50)
+        if index:
+            model.agent_position.weight.normal_(std=1.0)
+    weights = []
+    for doc in (DOCS[0], [DOCS[0][1], DOCS[0][0], DOCS[0][2]]):
+        enc = model.encode(make_batch([doc], VOCAB))
+        _, _, attn = model.step(enc, model.init_state(enc), torch.tensor([BOS_ID]))
+        weights.append(attn.agent[0])
+    swapped_back = weights[1][[1, 0, 2]]
+    if index:
+        assert (weights[0] - swapped_back).abs().max() > 1e-3
+    else:
+        assert torch.allclose(weights[0], swapped_back, atol=1e-6)
+
+
+def test_agent_index_starts_as_the_printed_model_and_is_checked():
+    plain, indexed = tiny_model(contextual_agent_attention=True), tiny_model(contextual_agent_attention=True,
+                                                                             agent_index=True)
+    indexed.load_state_dict({**plain.state_dict(), "agent_position.weight": indexed.agent_position.weight})
+    batch = batch_of([0, 1])
+    assert torch.allclose(MLE()(plain, batch)[0], MLE()(indexed, batch)[0], atol=1e-6)  # e_a = 0 at the start
+    with pytest.raises(ValueError, match="model.message must be one of"):
+        DCAConfig(vocab_size=V, message="sum")
 
 
 def _agent1_encoding(model, second_agent):
