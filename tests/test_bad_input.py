@@ -438,3 +438,12 @@ def test_api_undecodable_body_names_the_problem(api, body):
         "encoded_surrogate"])
 def test_api_odd_json_never_5xx(api, body):
     _assert_answered(_post_raw(api, body))
+
+
+def test_train_without_a_corpus_or_with_an_odd_batch_is_a_clean_error(tmp_path):
+    rc, _, err = run_cli(["train", "--config", "tiny", "--run-dir", str(tmp_path / "run")])
+    assert_clean_error(rc, err, "no data.train corpus", "--set data.train=PATH")
+    rc, _, err = run_cli(["train", "--config", "tiny", "--run-dir", str(tmp_path / "run"),
+                          "--set", f"data.train={tmp_path / 'x.jsonl'}", "--set", "train.batch_size=3",
+                          "--set", "train.accumulate=2"])
+    assert_clean_error(rc, err, "train.batch_size 3 must be divisible")

@@ -21,7 +21,7 @@ from typing import NamedTuple, TypeVar
 import torch
 import yaml
 
-from agentsum.config import Config
+from agentsum.config import Config, ConfigError
 from agentsum.data.batch import Batch, round_up
 from agentsum.data.dataset import (DataConfig, DataSource, Document, document_lengths, iterate_global_batches,
                                    load_documents, sorted_batches, to_batch)
@@ -168,10 +168,10 @@ class Trainer:
         if self.ctx.is_main:
             self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         if config.data.train is None:
-            raise ValueError("the configuration has no data.train corpus")
+            raise ConfigError("the configuration has no data.train corpus; give one with --set data.train=PATH")
         if train_config.batch_size % (self.ctx.world_size * train_config.accumulate):
-            raise ValueError(f"train.batch_size {train_config.batch_size} must be divisible by processes x "
-                             f"train.accumulate ({self.ctx.world_size} x {train_config.accumulate})")
+            raise ConfigError(f"train.batch_size {train_config.batch_size} must be divisible by processes x "
+                              f"train.accumulate ({self.ctx.world_size} x {train_config.accumulate})")
         # bf16 autocast on GPUs and on CPUs (fast with AMX / AVX512-BF16, e.g. Xeon Sapphire Rapids;
         # slower than fp32 on CPUs without them). Parameters, optimizer state and losses stay fp32.
         self.autocast = train_config.precision == "bf16"
