@@ -125,6 +125,10 @@ def write_markdown(table: dict, path: Path) -> None:
     if "samsum" in lead:
         a = lead["samsum"]
         lines.append(f"| Lead-3 | | | | | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | | | | | |")
+    other = [label for label, r in runs.items() if r.get("checkpoint", "best") != "best"]
+    if other:
+        lines += ["", f"{', '.join(other)}: another checkpoint of the same run (named after the label); minutes, "
+                  "steps, tokens/s and NLL are the run's."]
     steps = sorted({int(k) for r in runs.values() for k in r.get("valid_nll_at", {}) if int(k) % 500 == 0})
     if steps:
         lines += ["", "Validation NLL at equal steps (per step, before minutes count):", "",
