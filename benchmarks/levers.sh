@@ -26,7 +26,7 @@ python benchmarks/levers.py base=runs/lever-base feeding=runs/lever-feeding smoo
   hidden256=runs/lever-hidden256 glove=runs/lever-glove
 python benchmarks/levers.py dialogsum=runs/lever-dialogsum base=runs/lever-base --dialogsum
 # checkpoint averaging (the base's last three validation checkpoints) and the runs at equal steps
-agentsum average runs/lever-base/checkpoints/step-0000{1500,2000,2087}.pt --out runs/lever-base/checkpoints/avg3.pt
+agentsum average $(ls runs/lever-base/checkpoints/step-*.pt | tail -n 3) --out runs/lever-base/checkpoints/avg3.pt
 python benchmarks/levers.py base-avg3=runs/lever-base --checkpoint avg3
 python benchmarks/levers.py glove-step2000=runs/lever-glove dialogsum-step2000=runs/lever-dialogsum \
   --checkpoint step-00002000
