@@ -65,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
-                                   "rougeLsum), writing predictions.txt, predictions.jsonl and scores.json to --out.")
+                                   "rougeLsum) and, for English, the share of summaries that repeat a content word within three "
+                                   "tokens or name one person twice (X and X), writing predictions.txt, "
+                                   "predictions.jsonl and scores.json to --out.")
     p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
@@ -225,6 +227,9 @@ def cmd_evaluate(args) -> int:
     out = Path(args.out) if args.out else default_out
     write_results(out, predictions, references, ids, scores)
     print(format_rouge(scores))
+    if "doubled" in scores:
+        print(f"summaries repeating a content word within 3 tokens: {scores['doubled']:.1f}%; "
+              f"naming one person twice (X and X): {scores['x_and_x']:.1f}%")
     print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
     return 0
 

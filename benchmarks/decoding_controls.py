@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality_curve import doubled_rate  # noqa: E402
+from agentsum.evaluation.repetition import doubled_rate, x_and_x, x_and_x_rate  # noqa: E402
 
 from agentsum.data.sources import load_examples  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
@@ -45,22 +45,13 @@ SETTINGS = {
     "repeat_window 2": {"repeat_window": 2},
     "repeat_window 2 + repetition_penalty 1.5": {"repeat_window": 2, "repetition_penalty": 1.5},
 }
-_X_AND_X = re.compile(r"\b([a-z][a-z'-]*) and \1\b")
-
-
-def x_and_x(text: str) -> str | None:
-    """The word of the first ``X and X`` in a summary (lower-cased), or None."""
-    match = _X_AND_X.search(text.lower())
-    return match.group(1) if match else None
-
-
 def speakers(dialogue: str) -> list[str]:
     """The speaker of every utterance, in order, lower-cased (``Name: text`` lines)."""
     return [line.split(":", 1)[0].strip().lower() for line in dialogue.splitlines() if ":" in line]
 
 
 def rates(predictions: list[str]) -> tuple[float, float]:
-    return doubled_rate(predictions), 100.0 * sum(x_and_x(p) is not None for p in predictions) / len(predictions)
+    return doubled_rate(predictions), x_and_x_rate(predictions)
 
 
 def main() -> None:

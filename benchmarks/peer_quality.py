@@ -137,7 +137,7 @@ def score(task: dict, args, env: dict, start: float) -> list[dict]:
     from agentsum.data.language import text_processor
     from agentsum.data.sources import load_examples
     from agentsum.evaluation.rouge import rouge_for
-    from quality_curve import doubled_rate
+    from agentsum.evaluation.repetition import doubled_rate
 
     language = text_processor(load_config(task["preset"]).data)
     examples = load_examples(str(task["held_out"]))

@@ -38,23 +38,7 @@ from agentsum.evaluation.evaluate import evaluate
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.summarizer import Summarizer
 from agentsum.checkpoint import read_checkpoint
-
-
-#: Words whose repetition within a few tokens is ordinary English ("the cat and the dog").
-_COMMON = frozenset("the a an and or of to in on at for with is are was were be will he she they it his her their "
-                    "i you we me him them that this there not".split())
-
-
-def doubled_rate(predictions: list[str], window: int = 3) -> float:
-    """Percent of summaries where a content word comes back within ``window`` tokens:
-    ``emma and emma are going ...``, the doubled names of an attention that returns to one word."""
-    doubled = 0
-    for text in predictions:
-        tokens = text.split()
-        if any(t.isalpha() and t not in _COMMON and t in tokens[i + 1 : i + 1 + window]
-               for i, t in enumerate(tokens)):
-            doubled += 1
-    return 100.0 * doubled / max(len(predictions), 1)
+from agentsum.evaluation.repetition import doubled_rate
 
 
 def training_minutes(run_dir: Path) -> dict[int, float]:

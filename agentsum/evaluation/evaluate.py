@@ -13,6 +13,7 @@ from agentsum.data.corpus import Example
 from agentsum.data.dataset import Document
 from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
+from agentsum.evaluation.repetition import repetition_scores
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.summarizer import Summarizer
 
@@ -20,19 +21,31 @@ from agentsum.summarizer import Summarizer
 def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
              progress=None) -> tuple[list[str], dict]:
     """Summaries (one sentence per line) and ROUGE scores of ``docs`` against their references,
-    scored with the summarizer's language settings; ``scores`` also holds the decoding speed and
-    the search settings that matter for comparing runs."""
+    scored with the summarizer's language settings; ``scores`` also holds, for English, the share of
+    summaries that repeat a content word within three tokens (``doubled``) or name one person twice
+    (``x_and_x``), in percent, the decoding speed, and the search settings that matter for comparing runs."""
     started = time.perf_counter()
     tokens = summarizer.summarize_documents(docs, search_config, batch_size, progress)
     seconds = time.perf_counter() - started
     language = summarizer.language
     predictions = [language.summary_text(t) for t in tokens]
     scores = rouge_for(language, predictions, [d.reference for d in docs])
-    scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9),
-                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
-                  no_repeat_ngram_size=search_config.ngram_block,
-                  repetition_penalty=search_config.repetition_penalty, repeat_window=search_config.repeat_window)
+    scores.update(_readers_view(summarizer, predictions))
+    scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9), **_search_fields(search_config))
     return predictions, scores
+
+
+def _readers_view(summarizer: Summarizer, predictions: Sequence[str]) -> dict:
+    """The doubled-word and ``X and X`` rates (evaluation/repetition.py), for English: what a reader
+    notices and ROUGE does not."""
+    return repetition_scores(predictions) if summarizer.config.data.language == "en" else {}
+
+
+def _search_fields(search_config: SearchConfig) -> dict:
+    """The search settings that matter for comparing runs, recorded beside the scores."""
+    return dict(beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
+                no_repeat_ngram_size=search_config.ngram_block, repetition_penalty=search_config.repetition_penalty,
+                repeat_window=search_config.repeat_window)
 
 
 class NoDocuments(DataError):
@@ -71,10 +84,9 @@ def evaluate_examples(summarizer: Summarizer, examples: Iterable[Example], searc
     if not predictions:
         raise NoDocuments("no document with tokens to evaluate")
     scores = rouge_for(language, predictions, references)
+    scores.update(_readers_view(summarizer, predictions))
     scores.update(seconds=seconds, documents_per_s=len(predictions) / max(seconds, 1e-9),
-                  beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
-                  no_repeat_ngram_size=search_config.ngram_block,
-                  repetition_penalty=search_config.repetition_penalty, repeat_window=search_config.repeat_window)
+                  **_search_fields(search_config))
     return predictions, references, ids, scores
 
 
