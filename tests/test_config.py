@@ -64,7 +64,7 @@ def test_unknown_keys_and_presets_are_errors(tmp_path):
 @pytest.mark.parametrize("override, message", [
     ("train.objective=mle+semm", "train.objective must be one of mle, mle+sem, rl, mixed, mixed+sem; got 'mle+semm'"),
     ("train.optimizer=adamx", "train.optimizer must be one of adam, adamw, sgd; got 'adamx'"),
-    ("train.schedule=cosine", "train.schedule must be one of none, constant, noam; got 'cosine'"),
+    ("train.schedule=cosine", "train.schedule must be one of none, constant, noam, linear; got 'cosine'"),
     ("train.precision=fp8", "train.precision must be one of fp32, bf16"),
     ("train.label_smoothing=1.0", "train.label_smoothing must be in [0, 1); got 1.0"),
     ("train.label_smoothing=-0.1", "train.label_smoothing must be in [0, 1); got -0.1"),
@@ -125,7 +125,7 @@ def test_choices_agree_with_the_modules_that_act_on_them():
         assert build_objective(config.train, vocab) is not None
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
     for name in CHOICES["train.schedule"]:
-        schedule.build_scheduler(optimizer, name, 10)
+        schedule.build_scheduler(optimizer, name, 10, total=100)
     assert choose_device("cpu", 0).type == "cpu"
     with pytest.raises(ValueError):
         choose_device("tpu", 0)

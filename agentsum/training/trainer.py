@@ -211,7 +211,12 @@ class Trainer:
             raise ValueError(f"training targets of up to {longest} positions (data.max_summary_tokens + 1, rounded up "
                              f"to train.pad_multiple {self.pad_multiple}) exceed model.max_positions {max_positions}")
         self.optimizer = build_optimizer(train_config.optimizer, self.model.parameters(), train_config.lr)
-        self.scheduler = build_scheduler(self.optimizer, train_config.schedule, train_config.warmup)
+        try:
+            self.scheduler = build_scheduler(self.optimizer, train_config.schedule, train_config.warmup,
+                                             train_config.max_steps)
+        except ValueError as e:  # a warm-up as long as the run: a setting to change, not a traceback
+            raise ConfigError(f"train.schedule {train_config.schedule}, train.warmup {train_config.warmup}, "
+                              f"train.max_steps {train_config.max_steps}: {e}") from None
         self.objective = build_objective(train_config, self.vocab)
         self.step = 0
         self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)

@@ -49,3 +49,47 @@ def test_build_scheduler_constant_and_errors():
         build_scheduler(opt, "cosine", 10)
     with pytest.raises(ValueError):
         build_scheduler(opt, "noam", 0)
+
+
+def test_linear_warms_up_then_falls_to_zero_just_after_the_last_update():
+    from agentsum.training.schedule import linear
+
+    lrs = [linear(k, warmup=4, total=10, peak_lr=2.0) for k in range(1, 12)]
+    assert lrs[:4] == pytest.approx([0.5, 1.0, 1.5, 2.0])
+    assert lrs[4:10] == pytest.approx([2.0 * (11 - k) / 7 for k in range(5, 11)])  # straight down
+    assert lrs[9] > 0 and lrs[10] == 0.0  # the 10th update still moves; none after
+    assert [linear(k, warmup=0, total=3) for k in (1, 2, 3)] == pytest.approx([3 / 4, 2 / 4, 1 / 4])  # no warm-up
+    with pytest.raises(ValueError):
+        linear(1, warmup=10, total=10)
+
+
+def test_build_scheduler_linear_runs_over_the_given_number_of_updates():
+    from agentsum.training.schedule import linear
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    sched = build_scheduler(opt, "linear", warmup=2, total=6)
+    seen = []
+    for _ in range(6):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == pytest.approx([linear(k, 2, 6, 0.1) for k in range(1, 7)])
+    with pytest.raises(ValueError, match="max_steps"):
+        build_scheduler(opt, "linear", warmup=2)
+    with pytest.raises(ValueError, match="warm-up"):
+        build_scheduler(opt, "linear", warmup=6, total=6)
+
+
+def test_a_warm_up_as_long_as_the_run_is_a_config_error(tmp_path):
+    from agentsum.config import ConfigError, load_config
+    from agentsum.training.trainer import Trainer
+
+    from conftest import FIXTURES
+
+    config = load_config("tiny", [f"data.train={FIXTURES / 'chats.jsonl'}", f"train.run_dir={tmp_path / 'run'}",
+                                  "train.schedule=linear", "train.warmup=50", "train.max_steps=50"])
+    with pytest.raises(ConfigError, match="train.warmup 50"):
+        Trainer(config)
+    config.train.warmup = 10  # a warm-up shorter than the run is fine; the rate falls over max_steps
+    trainer = Trainer(config)
+    assert trainer.scheduler.lr_lambdas[0](49) == pytest.approx(1 / 41)
