@@ -3,9 +3,9 @@
 Every run is ``agentsum train --config samsum-m1`` with one change and the same
 ``train.max_minutes``, trained two at a time, one thread each, on a 2-core machine
 (``benchmarks/levers.sh`` has the commands). For each run this decodes all 814 SAMSum validation
-dialogues with its best checkpoint (lowest validation NLL) twice: with the preset's search (beam 5,
-trigram blocking, min length 15) and with ``repeat_window 2 + repetition_penalty 1.5``, and
-reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
+dialogues with its best checkpoint (lowest validation NLL) twice: with trigram blocking alone (beam
+5, min length 15: the SAMSum presets' search before they gained the pair) and with ``repeat_window 2
++ repetition_penalty 1.5``, and reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
 word within three tokens ("doubled") and the share naming one word twice around "and" ("X and
 X"); with ``--dialogsum``, the same for DialogSum's validation dialogues beside Lead-3. Steps, the
 best validation NLL and training tokens/s come from the run's metrics.jsonl.
@@ -30,13 +30,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from decoding_controls import rates  # noqa: E402
 
+from agentsum.config import TrainConfig  # noqa: E402
 from agentsum.data.sources import load_examples  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
-SEARCHES = {"preset": {}, "rw2+pen1.5": {"repeat_window": 2, "repetition_penalty": 1.5}}
+#: explicit, so that runs trained after the presets gained repeat_window / repetition_penalty are
+#: scored like the runs before: beam 5, min length 15, trigram blocking alone, then with the pair
+SEARCHES = {"trigram": {"repeat_window": 0, "repetition_penalty": 1.0},
+            "rw2+pen1.5": {"repeat_window": 2, "repetition_penalty": 1.5}}
 
 
 def run_facts(run_dir: Path) -> dict:
@@ -92,6 +96,9 @@ def main() -> None:
         run_dir = Path(run)
         summarizer = Summarizer(str(run_dir / "checkpoints" / f"{args.checkpoint}.pt"), device="cpu")
         row = {"run": str(run_dir), "checkpoint": args.checkpoint, **run_facts(run_dir)}
+        max_steps = summarizer.config.train.max_steps
+        if max_steps < TrainConfig.max_steps:  # a run budgeted in steps (its schedule reads them)
+            row["max_steps"] = max_steps
         for name, changes in SEARCHES.items():
             row[f"samsum {name}"] = score(summarizer, DATA / "samsum" / "valid.jsonl", args.docs, changes)
             if args.dialogsum:
@@ -110,7 +117,7 @@ def write_markdown(table: dict, path: Path) -> None:
              "`python benchmarks/levers.py`; runs from `benchmarks/levers.sh`. R-1 / R-2 / R-L from rouge-score "
              "(stemmed, rougeLsum); doubled: a content word repeated within three tokens; X and X: one word twice "
              "around \"and\". Best checkpoint by validation NLL.", "",
-             "| run | minutes | steps | tokens/s | best valid NLL | preset search: R-1 / R-2 / R-L | doubled | X and X "
+             "| run | minutes | steps | tokens/s | best valid NLL | trigram blocking: R-1 / R-2 / R-L | doubled | X and X "
              "| rw2 + pen1.5: R-1 / R-2 / R-L | doubled | X and X |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     runs = {k: r for k, r in table.items() if not k.startswith("_")}
     for label, r in runs.items():
@@ -125,6 +132,10 @@ def write_markdown(table: dict, path: Path) -> None:
     if "samsum" in lead:
         a = lead["samsum"]
         lines.append(f"| Lead-3 | | | | | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | | | | | |")
+    fixed = [f"{label} ({r['max_steps']:,})" for label, r in runs.items() if r.get("max_steps")]
+    if fixed:
+        lines += ["", f"Trained to a number of steps rather than minutes (a learning-rate schedule does not change "
+                  f"a step's time, so equal steps are equal minutes on a quiet machine): {', '.join(fixed)}."]
     other = [label for label, r in runs.items() if r.get("checkpoint", "best") != "best"]
     if other:
         lines += ["", f"{', '.join(other)}: another checkpoint of the same run (named after the label); minutes, "
@@ -136,12 +147,12 @@ def write_markdown(table: dict, path: Path) -> None:
         for label, r in runs.items():
             at = r.get("valid_nll_at", {})
             lines.append(f"| {label} | " + " | ".join(f"{at[str(k)]:.3f}" if str(k) in at else "" for k in steps) + " |")
-    dialog = {k: r for k, r in runs.items() if "dialogsum preset" in r}
+    dialog = {k: r for k, r in runs.items() if "dialogsum trigram" in r}
     if dialog:
         lines += ["", "DialogSum validation (491 dialogues):", "",
-                  "| run | preset search: R-1 / R-2 / R-L | rw2 + pen1.5: R-1 / R-2 / R-L |", "|---|---|---|"]
+                  "| run | trigram blocking: R-1 / R-2 / R-L | rw2 + pen1.5: R-1 / R-2 / R-L |", "|---|---|---|"]
         for label, r in dialog.items():
-            a, b = r["dialogsum preset"], r["dialogsum rw2+pen1.5"]
+            a, b = r["dialogsum trigram"], r["dialogsum rw2+pen1.5"]
             lines.append(f"| {label} | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | "
                          f"{b['rouge1']:.2f} / {b['rouge2']:.2f} / {b['rougeL']:.2f} |")
         if "dialogsum" in lead:
