@@ -1,5 +1,6 @@
-"""The English model shipped inside the package: it loads, and it summarizes dialogues it has never
-seen better than Lead-3 (the first three utterances)."""
+"""The English model shipped inside the package: it loads, it summarizes dialogues it has never
+seen better than Lead-3 (the first three utterances), chat and spoken ones, and it seldom writes
+a word twice in a row ("Laura and Laura")."""
 
 import pytest
 
@@ -7,6 +8,7 @@ from agentsum import Summarizer
 from agentsum.data.dataset import prepare_all
 from agentsum.data.sources import load_examples
 from agentsum.evaluation.evaluate import evaluate
+from agentsum.evaluation.repetition import doubled_rate, x_and_x_rate
 from agentsum.evaluation.rouge import rouge_for
 from agentsum.checkpoint import default_checkpoint, read_checkpoint
 
@@ -14,6 +16,7 @@ from conftest import FIXTURES, SHARED_DATA
 
 CHATS = FIXTURES / "chats.jsonl"  # written for this test, not from any corpus
 SAMSUM_VALID = SHARED_DATA / "samsum" / "valid.jsonl"
+DIALOGSUM_VALID = SHARED_DATA / "dialogsum" / "valid.jsonl"  # spoken, #Person1#: never trained on
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +27,10 @@ def shipped():
 def rouge_against_lead3(shipped, path, start=None, end=None):
     examples = load_examples(str(path), start=start, end=end)
     docs = prepare_all(examples, shipped.config.data)
-    _, scores = evaluate(shipped, docs, shipped.config.search)
+    predictions, scores = evaluate(shipped, docs, shipped.config.search)
     language = shipped.language
     lead = rouge_for(language, [language.lead(e.article) for e in examples], [d.reference for d in docs])
+    scores["predictions"] = predictions
     return scores, lead
 
 
@@ -50,6 +54,20 @@ def test_shipped_model_beats_lead3_on_samsum_validation_dialogues(shipped):
     scores, lead = rouge_against_lead3(shipped, SAMSUM_VALID, 700, 760)
     assert scores["rouge1"] > lead["rouge1"] + 4, (scores, lead)
     assert scores["rouge2"] > lead["rouge2"] + 2, (scores, lead)
+    # what a reader notices: on all 814 validation dialogues the references repeat a content word
+    # within three tokens in 3.7% of summaries and name one person twice in 0.1%; the model without
+    # its repeat window did so in 35.5% and 22.0%
+    predictions = scores["predictions"]
+    assert doubled_rate(predictions) <= 10.0, [p for p in predictions if doubled_rate([p])]
+    assert x_and_x_rate(predictions) == 0.0, [p for p in predictions if x_and_x_rate([p])]
+
+
+@pytest.mark.skipif(not DIALOGSUM_VALID.exists(), reason=f"{DIALOGSUM_VALID} not here")
+def test_shipped_model_beats_lead3_on_spoken_dialogues_with_tagged_speakers(shipped):
+    scores, lead = rouge_against_lead3(shipped, DIALOGSUM_VALID, 0, 60)
+    assert scores["rouge1"] > lead["rouge1"] + 3, (scores, lead)
+    assert scores["rouge2"] > lead["rouge2"], (scores, lead)
+    assert sum("#person" in p for p in scores["predictions"]) >= 30  # the speakers, as tagged (lower-cased tokens)
 
 
 def test_shipped_model_output_reads_as_text(shipped):
