@@ -15,14 +15,14 @@ RUN=runs/ttq-agentsum
 VALID=../shared/data/samsum/valid.jsonl
 mkdir -p runs "$OUT"
 
-# agentsum: wall minutes are not the clock here, its CPU time is: stop it (SIGINT saves last.pt) once
+# agentsum: wall minutes are not the clock here, its CPU time is: stop it (SIGTERM saves last.pt) once
 # the process has had MINUTES minutes of CPU
 agentsum train --config benchmarks/configs/peer_samsum_m1.yaml --run-dir "$RUN" > "$RUN.log" 2>&1 &
 PID=$!
 python benchmarks/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" &
 ( while kill -0 "$PID" 2>/dev/null; do
     used=$(python -c "import sys; sys.path.insert(0, 'benchmarks'); from cpu_clock import cpu_seconds; print(cpu_seconds($PID) or 0)")
-    if python -c "import sys; sys.exit(0 if $used > $MINUTES * 60 else 1)"; then kill -INT "$PID"; break; fi
+    if python -c "import sys; sys.exit(0 if $used > $MINUTES * 60 else 1)"; then kill -TERM "$PID"; break; fi
     sleep 10
   done ) &
 python benchmarks/peer_quality.py samsum --minutes "$MINUTES" --out "$OUT" --work runs/ttq-peer \

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -422,6 +424,7 @@ class Trainer:
                                          window=train_config.bucket_batches)
         steps = prepared_ahead(batches, self._host_micro_batches, self.prefetch)
         late = False
+        stop_on_sigterm = _sigterm_as_interrupt()
         try:
             while self.step < train_config.max_steps and not late:
                 indices, micro = next(steps)
@@ -448,11 +451,13 @@ class Trainer:
             if self.step % train_config.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
         except KeyboardInterrupt:
+            stop_on_sigterm.restore()  # a second SIGTERM ends the process at once (last.pt is written atomically)
             if self.ctx.is_main:
                 self._message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
                 save_checkpoint(self._state(seeding.rng_state(self.ctx.device)), self.ckpt_dir / "last.pt")
             raise
         finally:
+            stop_on_sigterm.restore()
             steps.close()
             if self.monitor is not None:
                 self.monitor.close()
@@ -463,6 +468,28 @@ class Trainer:
     def _message(self, text: str) -> None:
         if self.monitor is not None:
             self.monitor.message(text)
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM (``kill``, ``timeout``, ``docker stop``, a cluster's preemption, torchrun stopping its
+    workers) raised as KeyboardInterrupt while training, so that it saves ``last.pt`` as Ctrl-C does
+    and ``--resume`` goes on from the step it reached. Installed only from the main thread (Python
+    allows no other); ``restore`` puts the previous handler back and may be called more than once.
+    SIGINT is left alone: a job started with ``&`` by a non-interactive shell ignores it."""
+
+    def __init__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
 
 
 def _device_scalar(value, like: torch.Tensor) -> torch.Tensor:

@@ -298,3 +298,41 @@ def test_batches_built_in_a_worker_thread_train_the_same_model(tmp_path):
         models.append(trainer.model.state_dict())
     for name, tensor in models[0].items():
         assert torch.equal(tensor, models[1][name]), name
+
+
+def test_sigterm_saves_last_checkpoint_and_resume_goes_on_from_it(tmp_path):
+    """``kill``, ``timeout`` and a cluster's preemption send SIGTERM: the run saves last.pt at the step it
+    reached, as Ctrl-C does, instead of losing everything since the last validation."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(24))
+    run_dir = tmp_path / "run"
+    argv = [sys.executable, "-m", "agentsum", "train", "--config", "tiny", "--set", f"data.train={corpus}",
+            "--set", f"train.run_dir={run_dir}", "--set", "train.max_steps=1000000", "--set", "train.valid_every=1000000",
+            "--set", "train.log_every=1", "--set", "train.tensorboard=false"]
+    # started as a non-interactive shell starts `cmd &`: SIGINT ignored, so only SIGTERM can stop it cleanly
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if metrics.exists() and sum(1 for line in metrics.read_text().splitlines() if '"loss"' in line) >= 3:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in out + err
+    state = read_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert state["step"] >= 3 and "optimizer" in state
+    resumed = Trainer(load_config("tiny", [f"data.train={corpus}", f"train.run_dir={run_dir}",
+                                           f"train.max_steps={state['step'] + 2}", "train.tensorboard=false"]),
+                      resume=str(run_dir / "checkpoints" / "last.pt"))
+    assert resumed.step == state["step"]
+    resumed.run()
+    assert read_checkpoint(run_dir / "checkpoints" / "last.pt")["step"] == state["step"] + 2
