@@ -7,7 +7,8 @@ for OpenNMT-py's), takes each run's step checkpoints on one slice of held-out do
 * the minute of agentsum's first checkpoint at or above the target, and the minute at which the
   straight line between that checkpoint and the one before it crosses the target (checkpoints are
   minutes apart; the crossing is the finer estimate, the checkpoint the conservative one);
-* their ratio (agentsum's minutes over the peer's), and both curves with the target in
+* the minute from which every later checkpoint of agentsum stays at or above the target;
+* their ratios (agentsum's minutes over the peer's), and both curves with the target in
   ``OUT/time_to_quality.png``, the figures in ``OUT/time_to_quality.{json,md}``.
 
     python benchmarks/time_to_quality.py benchmarks/results/samsum/time_to_quality/curve.jsonl \\
@@ -53,6 +54,18 @@ def first_reach(points: list[dict], target: float, metric: str = "rouge1") -> tu
     return None, None
 
 
+def stays_above(points: list[dict], target: float, metric: str = "rouge1") -> float | None:
+    """Minute of the first checkpoint from which every later checkpoint scores at least ``target``
+    (a noisy curve can touch a target once and fall back), or None."""
+    minute = None
+    for p in points:
+        if p[metric] >= target:
+            minute = p["minutes"] if minute is None else minute
+        else:
+            minute = None
+    return minute
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("curve", type=Path, help="curve.jsonl")
@@ -70,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     target = best["rouge1"]
     peer_minutes = best["minutes"]  # max() keeps the first of equal scores: the first to reach it
     at_checkpoint, crossing = first_reach(ours, target)
+    settled = stays_above(ours, target)
     ours_best = max(ours, key=lambda r: r["rouge1"])
     result = {
         "data": data, "metric": "rouge1", "clock": sorted({r.get("clock", "wall") for r in peer + ours}),
@@ -79,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         "agentsum_minutes_checkpoint": at_checkpoint, "agentsum_minutes_crossing": crossing,
         "ratio_checkpoint": None if at_checkpoint is None else round(at_checkpoint / peer_minutes, 3),
         "ratio_crossing": None if crossing is None else round(crossing / peer_minutes, 3),
+        "agentsum_minutes_stays_above": settled,
+        "ratio_stays_above": None if settled is None else round(settled / peer_minutes, 3),
         "agentsum_best": ours_best["rouge1"], "agentsum_best_minutes": ours_best["minutes"],
         "curves": {args.peer: [(r["minutes"], r["step"], r["rouge1"]) for r in peer],
                    args.agentsum: [(r["minutes"], r["step"], r["rouge1"]) for r in ours]},
@@ -98,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
                      f"first checkpoint at or above it is at {at_checkpoint:.1f}): **{crossing / peer_minutes:.2f}x** "
                      f"the peer's minutes ({at_checkpoint / peer_minutes:.2f}x by checkpoint). Its best: "
                      f"{ours_best['rouge1']:.2f} at {ours_best['minutes']:.1f} minutes.")
+        if settled is not None:
+            lines.append("")
+            lines.append(f"Every checkpoint from {settled:.1f} minutes on scores at least the target: "
+                         f"**{settled / peer_minutes:.2f}x** the peer's minutes by that reading.")
     lines += ["", "| run | minutes | step | ROUGE-1 |", "|---|---|---|---|"]
     for run, points in ((args.peer, peer), (args.agentsum, ours)):
         lines += [f"| {run} | {r['minutes']:.1f} | {r['step']} | {r['rouge1']:.2f} |" for r in points]
