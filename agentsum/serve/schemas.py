@@ -55,7 +55,7 @@ ECMA_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2
 
 
 def blank(text: str) -> bool:
-    """Whether ``text`` has nothing but whitespace (what the schema's ``\S`` pattern refuses)."""
+    r"""Whether ``text`` has nothing but whitespace (what the schema's ``\S`` pattern refuses)."""
     return all(ch in ECMA_SPACE for ch in text)
 
 
