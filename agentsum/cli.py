@@ -65,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
-                                   "rougeLsum) and, for English, the share of summaries that repeat a content word within three "
-                                   "tokens or name one person twice (X and X), writing predictions.txt, "
+                                   "rougeLsum) and, for English, the share of summaries that repeat a content word "
+                                   "within three tokens or name one person twice (X and X), writing predictions.txt, "
                                    "predictions.jsonl and scores.json to --out.")
     p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     add_data_options(p)
