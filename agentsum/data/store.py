@@ -21,6 +21,10 @@ Trust:
   ``.story`` files their number, total size and newest time) and every data setting that changes
   tokens. :func:`open_or_prepare` reuses a store whose key matches, prepares a missing one, and refuses
   one that differs, naming the setting.
+* The manifest also holds a BLAKE2b digest of the source's bytes. A corpus whose modification time
+  changed while its size did not (copied, synced, checked out again, touched) is read once more and
+  compared with it: the same bytes keep the store (its manifest takes the new time), other bytes are
+  refused as a changed corpus.
 * Processes that start together take a file lock: one prepares, the others wait and then open it.
 * A store is written in a hidden temporary directory renamed into place once complete, so a prepare
   that is killed leaves nothing that could be taken for a store (the next prepare removes the debris).
@@ -36,6 +40,7 @@ import bisect
 import collections
 import dataclasses
 import fcntl
+import hashlib
 import itertools
 import json
 import multiprocessing
@@ -108,6 +113,23 @@ def source_identity(spec: str) -> dict[str, Any]:
                 "mtime_ns": max((s.st_mtime_ns for s in files), default=0)}
     stat = path.stat()
     return {"path": str(path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def source_digest(spec: str) -> str | None:
+    """BLAKE2b of the corpus's bytes (for a directory, of each ``.story`` file's relative path and bytes,
+    in sorted order); None for a ``hf:`` dataset, whose files are not ours to read."""
+    if spec.startswith("hf:"):
+        return None
+    path = Path(spec)
+    digest = hashlib.blake2b(digest_size=16)
+    files = sorted(p for p in path.rglob("*.story") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0")
+        with open(file, "rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def store_key(source: DataSource, cfg: DataConfig) -> dict[str, Any]:
@@ -261,9 +283,32 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def check_key(path: Path, manifest: dict[str, Any], wanted: dict[str, Any]) -> None:
-    """A :class:`StoreError` naming the first difference when the store at ``path`` has another key."""
+def only_touched(stored: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether two keys differ in the source's modification time alone."""
+    def without_time(key):
+        return {**key, "source": {k: v for k, v in key.get("source", {}).items() if k != "mtime_ns"}}
+    return stored != wanted and without_time(stored) == without_time(wanted)
+
+
+def check_key(path: Path, manifest: dict[str, Any], wanted: dict[str, Any],
+              warn: Callable[[str], None] | None = None) -> None:
+    """A :class:`StoreError` naming the first difference when the store at ``path`` has another key.
+    When only the source's modification time differs, its bytes decide: the digest in the manifest
+    matches, and the manifest takes the new time (written atomically), or the corpus changed."""
     difference = key_difference(manifest["key"], wanted)
+    if difference is not None and only_touched(manifest["key"], wanted) and manifest.get("source_digest"):
+        source = wanted["source"]
+        if source_digest(source["path"]) == manifest["source_digest"]:
+            manifest = {**manifest, "key": wanted}
+            tmp = path / f".{MANIFEST}.tmp-{os.getpid()}"
+            tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+            _fsync(tmp)
+            os.replace(tmp, path / MANIFEST)
+            if warn is not None:
+                warn(f"{source['path']}: its modification time changed, its bytes did not; reusing the store at "
+                     f"{path}")
+            return
+        difference += "; its bytes differ from those the store was prepared from"
     if difference is not None:
         raise StoreError(f"{path}: this store was prepared from other data or settings ({difference}); "
                          f"prepare it again with `agentsum prepare --force`, or set data.store_dir to another "
@@ -413,6 +458,7 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = store_key(source, cfg)
+    digest = source_digest(source.path)  # before reading: a corpus rewritten meanwhile is not taken as this one
     workers = workers or default_workers()
     _remove_debris(path)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
@@ -463,7 +509,7 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
         with pa.OSFile(str(tmp / TYPES), "wb") as sink, pa.ipc.new_file(sink, type_table.schema) as writer:
             writer.write_table(type_table)
         seconds = time.perf_counter() - started
-        manifest = {"key": key, "documents": kept, "dropped_empty": dropped, "skipped_bad": stats.skipped,
+        manifest = {"key": key, "source_digest": digest, "documents": kept, "dropped_empty": dropped, "skipped_bad": stats.skipped,
                     "types": len(types), "tokens": int(counts.sum()), "agents": cfg.agents,
                     "prepare_seconds": round(seconds, 2), "workers": workers,
                     "files": {name: {"bytes": (tmp / name).stat().st_size, "crc32": _crc32(tmp / name)}
@@ -617,5 +663,5 @@ def open_or_prepare(source: DataSource, cfg: DataConfig, path: str | Path, *, wo
             if warn is not None:
                 warn(f"preparing a corpus store for {source.path} at {path}")
             return prepare_store(source, cfg, path, workers=workers, warn=warn, progress=progress)
-        check_key(path, read_manifest(path), wanted)  # before the checksums: a store of other data is not read
+        check_key(path, read_manifest(path), wanted, warn)  # before the checksums: a store of other data is not read
         return CorpusStore(path, verify=verify)

@@ -113,6 +113,31 @@ def test_a_matching_store_is_reused_and_one_prepared_otherwise_is_refused(tmp_pa
     assert len(open_or_prepare(source, cfg, path, force=True, progress=False)) == 51
 
 
+def test_a_touched_corpus_keeps_its_store_and_a_rewritten_one_of_the_same_size_does_not(tmp_path):
+    corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(30))
+    cfg, source, path = DataConfig(max_article_tokens=100), DataSource(corpus), tmp_path / "store"
+    first = open_or_prepare(source, cfg, path, workers=1, progress=False)
+    mtime = os.stat(corpus).st_mtime_ns
+    os.utime(corpus, ns=(mtime + 10**9, mtime + 10**9))  # copied or synced: new time, same bytes
+    messages = []
+    again = open_or_prepare(source, cfg, path, warn=messages.append)
+    assert len(again) == len(first) and [m for m in messages if "preparing" in m] == []
+    assert any("bytes did not" in m for m in messages)
+    manifest = json.loads((path / MANIFEST).read_text())
+    assert manifest["key"]["source"]["mtime_ns"] == mtime + 10**9  # the next start does not read it again
+    messages.clear()
+    open_or_prepare(source, cfg, path, warn=messages.append)
+    assert messages == []
+
+    text = Path(corpus).read_text(encoding="utf-8")
+    swapped = text.replace("n1", "n9", 1)  # other bytes, the same size
+    assert len(swapped) == len(text) and swapped != text
+    Path(corpus).write_text(swapped, encoding="utf-8")
+    os.utime(corpus, ns=(mtime + 2 * 10**9, mtime + 2 * 10**9))
+    with pytest.raises(StoreError, match=r"changed since the store was prepared .*its bytes differ"):
+        open_or_prepare(source, cfg, path)
+
+
 def test_truncated_damaged_and_missing_stores_are_named(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(60))
     path = tmp_path / "store"
