@@ -6,6 +6,10 @@ work shares the cores, the CPU time a single-threaded training process received 
 process (``--pid``) the same way, one JSON object per line: ``{"time": epoch_s, "cpu_s": seconds}``.
 
     python benchmarks/cpu_clock.py --pid 1234 --out runs/peer-samsum/cpu.jsonl
+    python benchmarks/cpu_clock.py --pid 1234 --out runs/x.cpu.jsonl --stop-after-minutes 65
+
+``--stop-after-minutes`` makes CPU time the budget of a run: the process gets SIGTERM (agentsum train
+saves last.pt on it) once it has had that many minutes of CPU.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -21,10 +26,13 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of ``pid`` from /proc (None once it has exited)."""
+    """utime + stime of ``pid`` from /proc (None once it has exited, reaped or not: a zombie has no
+    more CPU to take and would otherwise keep a sampler waiting on its parent)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
+        return None
+    if fields[0] in ("Z", "X"):  # field 3 of proc(5): the state
         return None
     return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5), after "pid (comm)"
 
@@ -47,11 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pid", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--every", type=float, default=5.0, help="seconds between samples")
+    p.add_argument("--stop-after-minutes", type=float, default=None, metavar="MIN",
+                   help="send the process SIGTERM once it has had MIN minutes of CPU, then keep sampling "
+                        "until it exits")
     args = p.parse_args(argv)
+    stopped = False
     with args.out.open("a") as f:
         while (cpu := cpu_seconds(args.pid)) is not None:
             f.write(json.dumps({"time": round(time.time(), 2), "cpu_s": cpu}) + "\n")
             f.flush()
+            if args.stop_after_minutes is not None and not stopped and cpu >= args.stop_after_minutes * 60:
+                os.kill(args.pid, signal.SIGTERM)
+                stopped = True
             time.sleep(args.every)
     return 0
 

@@ -19,18 +19,7 @@ mkdir -p runs "$OUT"
 # the process has had MINUTES minutes of CPU
 agentsum train --config benchmarks/configs/peer_samsum_m1.yaml --run-dir "$RUN" > "$RUN.log" 2>&1 &
 PID=$!
-python benchmarks/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" &
-python - "$PID" "$MINUTES" <<'EOF' &
-import os, signal, sys, time
-sys.path.insert(0, "benchmarks")
-from cpu_clock import cpu_seconds
-pid, minutes = int(sys.argv[1]), float(sys.argv[2])
-while (used := cpu_seconds(pid)) is not None:
-    if used > minutes * 60:
-        os.kill(pid, signal.SIGTERM)
-        break
-    time.sleep(10)
-EOF
+python benchmarks/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" --stop-after-minutes "$MINUTES" &
 python benchmarks/peer_quality.py samsum --minutes "$MINUTES" --out "$OUT" --work runs/ttq-peer \
     --name opennmt --save-every 100 --docs 200 --no-last-on-all > runs/ttq-peer.log 2>&1 &
 wait "$PID" || true

@@ -1,0 +1,32 @@
+"""benchmarks/cpu_clock.py: the CPU clock that makes side-by-side runs fair, and its CPU budget."""
+
+import json
+import signal
+import subprocess
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import cpu_clock  # noqa: E402
+
+
+def test_cpu_at_interpolates_between_samples_and_clamps_at_the_ends():
+    samples = [{"time": 10.0, "cpu_s": 1.0}, {"time": 20.0, "cpu_s": 5.0}]
+    assert cpu_clock.cpu_at(samples, 15.0) == 3.0
+    assert cpu_clock.cpu_at(samples, 0.0) == 1.0 and cpu_clock.cpu_at(samples, 99.0) == 5.0
+
+
+def test_a_process_is_stopped_with_sigterm_once_it_has_had_its_cpu_budget(tmp_path):
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        out = tmp_path / "cpu.jsonl"
+        assert cpu_clock.main(["--pid", str(busy.pid), "--out", str(out), "--every", "0.05",
+                               "--stop-after-minutes", str(0.5 / 60)]) == 0
+        # main returns once the process has exited, before anyone reaps it
+        assert busy.wait(timeout=30) == -signal.SIGTERM
+        samples = [json.loads(line) for line in out.read_text().splitlines()]
+        assert samples and 0.5 <= samples[-1]["cpu_s"] < 5.0
+        assert all(a["cpu_s"] <= b["cpu_s"] for a, b in zip(samples, samples[1:]))
+    finally:
+        busy.kill()
