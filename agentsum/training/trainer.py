@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 import yaml
@@ -372,12 +372,13 @@ class Trainer:
         """This process's micro-batches of a global batch, on its device."""
         return [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in self._host_micro_batches(indices)]
 
-    def _train_step(self, indices: list[int], micro: list[MicroBatch], deadline: float | None = None
-                    ) -> tuple[dict, int, bool, bool]:
+    def _train_step(self, indices: list[int], micro: list[MicroBatch], deadline: float | None = None,
+                    stop_requested: Callable[[], bool] = lambda: False) -> tuple[dict, int, bool, bool, bool]:
         """Forward and backward over one global batch, from this process's micro-batches (on the
         device). Returns (the LOGGED statistics averaged over every process's documents or target
         tokens, tokens processed, whether every loss was finite, whether the main process's clock
-        passed ``deadline``)."""
+        passed ``deadline``, whether any process was asked to stop, by ``stop_requested`` read after the
+        backward pass)."""
         ctx = self.ctx
         local_tokens = sum(m.weight * m.target_tokens for m in micro)
         local_all = sum(m.weight * m.tokens for m in micro)
@@ -402,13 +403,15 @@ class Trainer:
         keys = sorted(sums)
         late = deadline is not None and ctx.is_main and time.perf_counter() >= deadline
         # one collective and one wait for the device per step: non-finite losses, the statistics to
-        # log and the minutes cap (the main process's clock decides, so all processes stop together)
-        packed = torch.stack([nonfinite, nonfinite.new_full((), float(late)), *(sums[key] for key in keys)])
-        n_nonfinite, n_late, *values = ctx.all_reduce_tensor(packed).tolist()
+        # log, the minutes cap (the main process's clock decides) and a stop signal received by any
+        # process, so that all processes stop after the same step
+        packed = torch.stack([nonfinite, nonfinite.new_full((), float(late)),
+                              nonfinite.new_full((), float(stop_requested())), *(sums[key] for key in keys)])
+        n_nonfinite, n_late, n_stop, *values = ctx.all_reduce_tensor(packed).tolist()
         documents = len(indices)  # the weight-0 stand-ins of empty shares count for nothing
         stats = {key: value / max(documents if key in PER_DOCUMENT else global_tokens, 1)
                  for key, value in zip(keys, values)}
-        return stats, int(global_all), n_nonfinite == 0, n_late > 0
+        return stats, int(global_all), n_nonfinite == 0, n_late > 0, n_stop > 0
 
     def run(self) -> Path:
         train_config = self.config.train
@@ -423,13 +426,14 @@ class Trainer:
         batches = iterate_global_batches(lengths, train_config.batch_size, seed=train_config.seed, start_step=self.step,
                                          window=train_config.bucket_batches)
         steps = prepared_ahead(batches, self._host_micro_batches, self.prefetch)
-        late = False
-        stop_on_sigterm = _sigterm_as_interrupt()
+        late = stopping = False
+        signals = _stop_after_step(self._message)
         try:
-            while self.step < train_config.max_steps and not late:
+            while self.step < train_config.max_steps and not late and not stopping:
                 indices, micro = next(steps)
                 micro = [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in micro]
-                stats, tokens, finite, late = self._train_step(indices, micro, deadline)
+                stats, tokens, finite, late, stopping = self._train_step(indices, micro, deadline,
+                                                                         signals.is_requested)
                 if not finite:
                     ids = [self.train_docs[i].id for i in indices]
                     if train_config.on_nonfinite == "stop":
@@ -448,16 +452,25 @@ class Trainer:
                     self.monitor.step(self.step, stats, tokens, grad_norm, self.optimizer.param_groups[0]["lr"])
                 if self.step % train_config.valid_every == 0:
                     self.validate_and_save()
+            if stopping:
+                # Between two steps: the weights, the optimizer, the data position and the random
+                # generators are those the next step would start from, so --resume goes on exactly.
+                if self.ctx.is_main:
+                    self._message(f"stopped at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
+                    save_checkpoint(self._state(seeding.rng_state(self.ctx.device)), self.ckpt_dir / "last.pt")
+                self.ctx.barrier()
+                raise KeyboardInterrupt(f"signal {signals.requested}")
             if self.step % train_config.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
         except KeyboardInterrupt:
-            stop_on_sigterm.restore()  # a second SIGTERM ends the process at once (last.pt is written atomically)
-            if self.ctx.is_main:
-                self._message(f"interrupted at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
-                save_checkpoint(self._state(seeding.rng_state(self.ctx.device)), self.ckpt_dir / "last.pt")
+            if not stopping and self.ctx.is_main:
+                # A second signal (or Ctrl-C where no handler could be installed) stops at once, maybe
+                # inside an update: such a state would not resume exactly, so last.pt is left as it was.
+                self._message(f"stopped at once in step {self.step}; {self.ckpt_dir / 'last.pt'} not written "
+                              f"(resume from the last checkpoint saved)")
             raise
         finally:
-            stop_on_sigterm.restore()
+            signals.restore()
             steps.close()
             if self.monitor is not None:
                 self.monitor.close()
@@ -470,26 +483,41 @@ class Trainer:
             self.monitor.message(text)
 
 
-class _sigterm_as_interrupt:
+class _stop_after_step:
     """SIGTERM (``kill``, ``timeout``, ``docker stop``, a cluster's preemption, torchrun stopping its
-    workers) raised as KeyboardInterrupt while training, so that it saves ``last.pt`` as Ctrl-C does
-    and ``--resume`` goes on from the step it reached. Installed only from the main thread (Python
-    allows no other); ``restore`` puts the previous handler back and may be called more than once.
-    SIGINT is left alone: a job started with ``&`` by a non-interactive shell ignores it."""
+    workers) and SIGINT (Ctrl-C) stop training after the step in progress: the first one sets
+    ``requested``, the loop finishes its step, saves ``last.pt`` and raises KeyboardInterrupt, and
+    ``--resume`` goes on exactly as if the run had never stopped (an interrupt inside a step would
+    leave the random generators part-way through it, and one inside the update a half-applied
+    step). A second signal raises KeyboardInterrupt at once. SIGINT stays ignored where it is (a job
+    started with ``&`` by a non-interactive shell). Installed only from the main thread (Python
+    allows no other); ``restore`` puts the previous handlers back and may be called more than once."""
 
-    def __init__(self):
-        self.previous = None
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, message: Callable[[str], None] = lambda text: None):
+        self.requested: int | None = None
+        self.message = message
+        self.previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._raise)
+            for signum in self.SIGNALS:
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self.previous[signum] = signal.signal(signum, self._request)
 
-    @staticmethod
-    def _raise(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+    def is_requested(self) -> bool:
+        return self.requested is not None
+
+    def _request(self, signum, frame):
+        if self.requested is not None:
+            raise KeyboardInterrupt(f"signal {signum}")
+        self.requested = signum
+        self.message(f"{signal.Signals(signum).name}: stopping after this step and saving last.pt "
+                     f"(send it again to stop at once)")
 
     def restore(self) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-            self.previous = None
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
+        self.previous = {}
 
 
 def _device_scalar(value, like: torch.Tensor) -> torch.Tensor:

@@ -300,6 +300,41 @@ def test_batches_built_in_a_worker_thread_train_the_same_model(tmp_path):
         assert torch.equal(tensor, models[1][name]), name
 
 
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_inside_a_step_stops_after_it_and_resume_matches_an_uninterrupted_run(tmp_path, signum):
+    """The signal arrives inside step 3's forward pass, after its dropout masks were drawn: the run
+    finishes the step and saves last.pt there, so resuming gives the uninterrupted run's weights to
+    the last bit (saving part-way through the step would resume with the generators advanced)."""
+    import os
+    import signal
+
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(24))
+    settings = {"train.max_steps": 8, "train.valid_every": 100, "train.tensorboard": "false"}
+    full = Trainer(tiny_config(tmp_path / "a", corpus, **settings))
+    full.run()
+    stopped = Trainer(tiny_config(tmp_path / "b", corpus, **settings))
+    objective, calls = stopped.objective, []
+
+    def signalled(model, batch):
+        calls.append(1)
+        result = objective(model, batch)
+        if len(calls) == 3:
+            os.kill(os.getpid(), getattr(signal, signum))
+        return result
+
+    stopped.objective = signalled
+    with pytest.raises(KeyboardInterrupt):
+        stopped.run()
+    assert len(calls) == 3  # no step after the signal
+    last = tmp_path / "b" / "run" / "checkpoints" / "last.pt"
+    assert read_checkpoint(last)["step"] == 3
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
+    resumed = Trainer(tiny_config(tmp_path / "b", corpus, **settings), resume=str(last))
+    resumed.run()
+    for (name, p), q in zip(full.model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(p, q), name
+
+
 def test_sigterm_saves_last_checkpoint_and_resume_goes_on_from_it(tmp_path):
     """``kill``, ``timeout`` and a cluster's preemption send SIGTERM: the run saves last.pt at the step it
     reached, as Ctrl-C does, instead of losing everything since the last validation."""
