@@ -163,7 +163,10 @@ def _tokenize_clean(sentence: str, lower: bool) -> list[str]:
     """
     pieces = sentence.split()
     cache = _PIECE_CACHE[lower]
-    if _JOIN_RE.search(sentence) is None:
+    # A join needs a '.' before whitespace, so a sentence whose only '.' (if any) is its last character
+    # needs no regex: one C scan answers for five sentences in six of a news corpus (the regex costs
+    # about five times the scan)
+    if sentence.find(".", 0, len(sentence) - 1) == -1 or _JOIN_RE.search(sentence) is None:
         # No piece joins the next: look every piece up at once (a C loop; most sentences of a
         # news corpus), then tokenize the few the cache lacks.
         found = list(map(cache.get, pieces))
