@@ -308,6 +308,9 @@ def test_a_signal_inside_a_step_stops_after_it_and_resume_matches_an_uninterrupt
     import os
     import signal
 
+    # as in a terminal: a test run started in the background (nohup, `&`) inherits SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(24))
     settings = {"train.max_steps": 8, "train.valid_every": 100, "train.tensorboard": "false"}
     full = Trainer(tiny_config(tmp_path / "a", corpus, **settings))
@@ -323,12 +326,15 @@ def test_a_signal_inside_a_step_stops_after_it_and_resume_matches_an_uninterrupt
         return result
 
     stopped.objective = signalled
-    with pytest.raises(KeyboardInterrupt):
-        stopped.run()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            stopped.run()
+        assert {s: signal.getsignal(s) for s in before} == before  # the handlers are put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(calls) == 3  # no step after the signal
     last = tmp_path / "b" / "run" / "checkpoints" / "last.pt"
     assert read_checkpoint(last)["step"] == 3
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
     resumed = Trainer(tiny_config(tmp_path / "b", corpus, **settings), resume=str(last))
     resumed.run()
     for (name, p), q in zip(full.model.named_parameters(), resumed.model.parameters()):
