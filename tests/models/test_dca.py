@@ -452,6 +452,7 @@ def test_previous_context_reaches_the_agent_attention_only_with_input_feeding(fe
     assert ((before.word - after.word).abs().max() > 1e-6) if feeding else torch.equal(before.word, after.word)
 
 
+@torch.no_grad()  # scores only: the re-scoring needs no graph
 def test_input_feeding_beam_search_carries_the_context():
     """Beam search with input feeding scores each hypothesis as a step-by-step re-scoring of its
     words does: the context travels with each beam through reordering."""
