@@ -10,7 +10,7 @@
 # READING: best   input feeding for both, agent_split: whole for m6 (the readings of issue 20's study)
 #          paper  the presets as printed: no input feeding, the Table 6 split
 # Runs: runs/cnndm-m1-if-sSEED and runs/cnndm-m6-if-whole-sSEED (best), runs/cnndm-m1-sSEED and
-# runs/cnndm-m6-sSEED (paper). Scores: benchmarks/results/cnndm/claim/. About 75 minutes on 2 cores.
+# runs/cnndm-m6-sSEED (paper). Scores: benchmarks/results/cnndm/claim/. About 80 minutes on a quiet 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
