@@ -1,46 +1,72 @@
 #!/usr/bin/env bash
 # One pair of the paper's claim on long inputs (DCA against one agent), CNN/DailyMail train_stories.jsonl,
-# 800-token articles: cnndm-m1 against cnndm-m6, one thread each, side by side, each stopped (SIGTERM,
-# which saves last.pt) once its process has had MINUTES minutes of CPU. The CPU clock, not the wall
-# clock, makes the pair fair when other work shares the machine. Then ROUGE of each last checkpoint on
-# validation rows 500-999 (the reported rows; rows 0-199 are the trainer's validation).
+# 800-token articles: two readings trained side by side, one thread each, each stopped (SIGTERM, which
+# saves last.pt) once its process has had MINUTES minutes of CPU. The CPU clock, not the wall clock,
+# makes the pair fair when other work shares the machine. Then ROUGE of each last checkpoint on
+# validation rows 500-999 (the reported rows; rows 0-199 are the trainer's validation), and each run's
+# metrics.jsonl and CPU samples copied beside its scores, so that benchmarks/claim_table.py can rebuild
+# the table from committed files.
 #
-#   bash benchmarks/claim_study.sh SEED READING [MINUTES]
+#   bash benchmarks/claim_study.sh SEED best|paper [MINUTES]
+#   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
 #
-# READING: best   input feeding for both, agent_split: whole for m6 (the readings of issue 20's study)
-#          paper  the presets as printed: no input feeding, the Table 6 split
-# Runs: runs/cnndm-m1-if-sSEED and runs/cnndm-m6-if-whole-sSEED (best), runs/cnndm-m1-sSEED and
-# runs/cnndm-m6-sSEED (paper). Scores: benchmarks/results/cnndm/claim/. About 80 minutes on a quiet 2-core machine.
+# A reading names a preset and the changes on top of it:
+#   m1            cnndm-m1 as printed          m6            cnndm-m6 as printed (Table 6 split)
+#   m1-if         + input feeding              m6-if         + input feeding
+#   m6-whole      + agent_split: whole         m6-if-whole   + both
+#   m6-ends       + agent_state: ends          m6-if-whole-ends  + all three
+# best = m1-if m6-if-whole; paper = m1 m6. Runs: runs/cnndm-READING-sSEED; scores, metrics and CPU
+# samples: benchmarks/results/cnndm/claim/cnndm-READING-sSEED/. About 80 minutes on a quiet 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
 SEED=${1:?seed}
-READING=${2:?reading: best or paper}
-MINUTES=${3:-65}
+case "${2:?reading}" in
+  best)  A=m1-if; B=m6-if-whole; MINUTES=${3:-65} ;;
+  paper) A=m1; B=m6; MINUTES=${3:-65} ;;
+  *)     A=$2; B=${3:?second reading}; MINUTES=${4:-65} ;;
+esac
 VALID=../shared/data/cnndm/validation_1000.jsonl
 OUT=benchmarks/results/cnndm/claim
 mkdir -p runs "$OUT"
-case "$READING" in
-  best)  M1=(--set model.input_feeding=true); M6=(--set model.input_feeding=true --set data.agent_split=whole)
-         RUN1=runs/cnndm-m1-if-s$SEED; RUN6=runs/cnndm-m6-if-whole-s$SEED ;;
-  paper) M1=(); M6=(); RUN1=runs/cnndm-m1-s$SEED; RUN6=runs/cnndm-m6-s$SEED ;;
-  *) echo "reading must be best or paper, not $READING" >&2; exit 2 ;;
-esac
+
+reading() {  # READING -> the preset, then its --set overrides, one per line
+  case "$1" in
+    m1) echo cnndm-m1 ;;
+    m1-if) printf '%s\n' cnndm-m1 model.input_feeding=true ;;
+    m6) echo cnndm-m6 ;;
+    m6-if) printf '%s\n' cnndm-m6 model.input_feeding=true ;;
+    m6-whole) printf '%s\n' cnndm-m6 data.agent_split=whole ;;
+    m6-if-whole) printf '%s\n' cnndm-m6 model.input_feeding=true data.agent_split=whole ;;
+    m6-ends) printf '%s\n' cnndm-m6 model.agent_state=ends ;;
+    m6-if-whole-ends) printf '%s\n' cnndm-m6 model.input_feeding=true data.agent_split=whole model.agent_state=ends ;;
+    *) echo "unknown reading: $1 (see the header of $0)" >&2; return 2 ;;
+  esac
+}
+reading "$A" > /dev/null
+reading "$B" > /dev/null
 
 # One training under a CPU budget: its PID is sampled by cpu_clock.py and stopped by a watcher.
-train() {  # RUN CONFIG ARGS...
-  local run=$1 config=$2; shift 2
+train() {  # READING
+  local run=runs/cnndm-$1-s$SEED lines args=() config
+  mapfile -t lines < <(reading "$1")
+  config=${lines[0]}
+  for setting in "${lines[@]:1}"; do args+=(--set "$setting"); done
   agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=100 \
-      --set train.max_minutes=$((MINUTES * 4)) "$@" > "$run.log" 2>&1 &
+      --set train.max_minutes=$((MINUTES * 4)) "${args[@]}" > "$run.log" 2>&1 &
   local pid=$!
   python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" &
   wait "$pid" || true
 }
-train "$RUN1" cnndm-m1 "${M1[@]}" &
-train "$RUN6" cnndm-m6 "${M6[@]}" &
+train "$A" &
+train "$B" &
 wait
 
-for run in "$RUN1" "$RUN6"; do
+for name in "$A" "$B"; do
+  run=runs/cnndm-$name-s$SEED
+  mkdir -p "$OUT/$(basename "$run")"
+  cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
+  cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
   python benchmarks/quality_curve.py "$run" --data "$VALID" --start 500 --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
 done

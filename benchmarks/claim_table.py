@@ -1,0 +1,169 @@
+"""The CNN/DailyMail claim study's tables, rebuilt from the committed files of each run.
+
+``benchmarks/claim_study.sh`` leaves, for every run ``cnndm-READING-sSEED``, a directory under
+``benchmarks/results/cnndm/claim/`` with the run's ``metrics.jsonl`` (training and validation
+records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
+and ``curve.jsonl`` (ROUGE of its last checkpoint on validation rows 500-999). This script prints:
+
+* one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE;
+* DCA against one agent in each seed (same seed, trained side by side);
+* each change on and off: every two readings of the same model that differ by one change, in the
+  same seed, at equal steps (validation NLL at the last step both reached) and at equal CPU time
+  (ROUGE of the last checkpoints, when both were stopped on the CPU clock).
+
+    python benchmarks/claim_table.py [--dir benchmarks/results/cnndm/claim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The changes a reading's name may carry after its model, as claim_study.sh names them.
+CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends"}
+RUN_NAME = re.compile(r"cnndm-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)$")
+
+
+@dataclass
+class Run:
+    name: str
+    model: str
+    changes: frozenset[str]
+    seed: int
+    valid: dict[int, float] = field(default_factory=dict)
+    tokens_per_s: float | None = None
+    steps: int = 0
+    cpu_minutes: float | None = None
+    rouge: tuple[float, float, float] | None = None
+    doubled: float | None = None
+
+    @property
+    def reading(self) -> str:
+        return self.model + "".join(f"-{c}" for c in CHANGES if c in self.changes)
+
+    @property
+    def label(self) -> str:
+        extra = " + ".join(CHANGES[c] for c in CHANGES if c in self.changes)
+        return f"`cnndm-{self.model}`" + (f" + {extra}" if extra else "")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_run(directory: Path) -> Run | None:
+    match = RUN_NAME.match(directory.name)
+    if match is None:
+        return None
+    changes = frozenset(c for c in match.group(2).split("-") if c)
+    run = Run(directory.name, match.group(1), changes, int(match.group(3)))
+    records = read_jsonl(directory / "metrics.jsonl")
+    run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
+    train = [r for r in records if "tokens_per_s" in r]
+    if train:  # tokens over seconds of all logged intervals, not a mean of rates
+        run.tokens_per_s = sum(r["tokens"] for r in train) / sum(r["seconds"] for r in train)
+        run.steps = max(r["step"] for r in train)
+    cpu = read_jsonl(directory / "cpu.jsonl")
+    if cpu:
+        run.cpu_minutes = cpu[-1]["cpu_s"] / 60
+    scores = [r for r in read_jsonl(directory / "curve.jsonl") if "[500:" in r["data"]]
+    if scores:
+        last = max(scores, key=lambda r: r["step"])
+        run.steps = max(run.steps, last["step"])
+        run.rouge = (last["rouge1"], last["rouge2"], last["rougeLsum"])
+        run.doubled = last.get("doubled")
+    return run
+
+
+def fmt_rouge(rouge) -> str:
+    return " / ".join(f"{x:.2f}" for x in rouge) if rouge else "–"
+
+
+def runs_table(runs: list[Run]) -> list[str]:
+    steps = sorted({s for r in runs for s in r.valid if s % 100 == 0})
+    lines = ["| reading | seed | steps | CPU min | train tok/s | valid NLL at step " + " / ".join(map(str, steps))
+             + " | R-1 / R-2 / R-L, rows 500-999 | doubled |", "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes))):
+        nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
+        cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
+        tok = f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "–"
+        doubled = f"{r.doubled:.1f}%" if r.doubled is not None else "–"
+        lines.append(f"| {r.label} | {r.seed} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
+    return lines
+
+
+def nll_gap(a: Run, b: Run) -> str:
+    """b minus a at every validation step both have, from step 200: 'min..max (n steps)'."""
+    common = sorted(s for s in set(a.valid) & set(b.valid) if s >= 200)
+    if not common:
+        return "–"
+    gaps = [b.valid[s] - a.valid[s] for s in common]
+    return f"{min(gaps):+.3f} to {max(gaps):+.3f} ({len(common)} validation{'s' if len(common) > 1 else ''}, to step {common[-1]})"
+
+
+def rouge_gap(a: Run, b: Run) -> str:
+    if not (a.rouge and b.rouge):
+        return "–"
+    text = " / ".join(f"{y - x:+.2f}" for x, y in zip(a.rouge, b.rouge))
+    if a.cpu_minutes is None or b.cpu_minutes is None:
+        text += " (wall clock)"
+    return text
+
+
+def comparisons(runs: list[Run]) -> list[str]:
+    lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time | tok/s on / off |",
+             "|---|---|---|---|---|---|---|"]
+    by_key = {(r.seed, r.model, r.changes): r for r in runs}
+    rows = []
+    for r in runs:  # three agents against one, same seed and same changes where m1 has them
+        if r.model == "m6":
+            for one in runs:
+                if one.model == "m1" and one.seed == r.seed and one.changes == (r.changes & {"if"}):
+                    rows.append(("three agents against one", one, r))
+    for (seed, model, changes), on in by_key.items():
+        for change in changes:
+            off = by_key.get((seed, model, changes - {change}))
+            if off is not None:
+                rows.append((f"{CHANGES[change]} ({model}{''.join('-' + c for c in CHANGES if c in off.changes)})", off, on))
+    for what, off, on in sorted(rows, key=lambda x: (x[0], x[1].seed)):
+        ratio = f"{on.tokens_per_s / off.tokens_per_s:.2f}x" if on.tokens_per_s and off.tokens_per_s else "–"
+        lines.append(f"| {what} | {off.seed} | {off.reading} | {on.reading} | {nll_gap(off, on)} | {rouge_gap(off, on)} | {ratio} |")
+    return lines
+
+
+def seed_summary(runs: list[Run]) -> list[str]:
+    lines = ["| reading | seeds | R-1 mean (spread) | R-2 mean (spread) | R-L mean (spread) |", "|---|---|---|---|---|"]
+    readings: dict[str, list[Run]] = {}
+    for r in runs:
+        if r.rouge:
+            readings.setdefault(r.reading, []).append(r)
+    for reading, group in sorted(readings.items()):
+        if len(group) < 2:
+            continue
+        cells = []
+        for k in range(3):
+            values = [r.rouge[k] for r in group]
+            cells.append(f"{statistics.mean(values):.2f} ({max(values) - min(values):.2f})")
+        lines.append(f"| {group[0].label} | {', '.join(str(r.seed) for r in sorted(group, key=lambda r: r.seed))} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", default="benchmarks/results/cnndm/claim")
+    args = parser.parse_args()
+    runs = [run for d in sorted(Path(args.dir).iterdir()) if d.is_dir() and (run := load_run(d)) is not None]
+    if not runs:
+        raise SystemExit(f"no runs named cnndm-READING-sSEED under {args.dir}")
+    print("\n".join(runs_table(runs) + [""] + comparisons(runs) + [""] + seed_summary(runs)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""benchmarks/claim_table.py: the claim study's tables from each run's committed files."""
+
+import json
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import claim_table  # noqa: E402
+
+
+def write_run(root, name, valid, rouge=None, cpu_s=None, tokens=(1000, 2.0)):
+    run = root / name
+    run.mkdir()
+    records = [{"step": 20, "tokens": tokens[0], "seconds": tokens[1], "tokens_per_s": 1.0}]
+    records += [{"step": step, "valid_nll": nll} for step, nll in valid.items()]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if cpu_s is not None:
+        (run / "cpu.jsonl").write_text(json.dumps({"time": 1.0, "cpu_s": cpu_s}) + "\n")
+    if rouge is not None:
+        score = {"run": name, "step": max(valid), "data": "valid.jsonl[500:None]", "rouge1": rouge[0],
+                 "rouge2": rouge[1], "rougeLsum": rouge[2], "doubled": 10.0}
+        other_rows = dict(score, data="valid.jsonl[0:200]", rouge1=99.0)  # not the reported rows
+        (run / "curve.jsonl").write_text(json.dumps(other_rows) + "\n" + json.dumps(score) + "\n")
+    return run
+
+
+def test_a_run_is_read_from_its_name_and_files(tmp_path):
+    directory = write_run(tmp_path, "cnndm-m6-if-whole-s2", {100: 5.5, 200: 5.4}, rouge=(24.0, 5.0, 22.0),
+                          cpu_s=3900.0, tokens=(3000, 2.0))
+    run = claim_table.load_run(directory)
+    assert (run.model, run.changes, run.seed) == ("m6", frozenset({"if", "whole"}), 2)
+    assert run.reading == "m6-if-whole" and run.cpu_minutes == 65.0 and run.tokens_per_s == 1500.0
+    assert run.rouge == (24.0, 5.0, 22.0) and run.steps == 200  # rows 500-999, not rows 0-199
+    assert claim_table.load_run(tmp_path / "notes") is None
+
+
+def test_each_change_is_compared_on_and_off_in_the_same_seed_and_agents_against_one(tmp_path):
+    runs = [claim_table.load_run(write_run(tmp_path, name, valid, rouge=rouge, cpu_s=cpu))
+            for name, valid, rouge, cpu in [
+                ("cnndm-m1-s1", {100: 5.6, 200: 5.50, 300: 5.30}, (24.0, 5.0, 22.0), 3900.0),
+                ("cnndm-m6-s1", {100: 5.6, 200: 5.45, 300: 5.28}, (23.0, 4.5, 21.0), 3900.0),
+                ("cnndm-m6-if-s1", {100: 5.6, 200: 5.40}, (23.5, 4.0, 21.5), None),
+                ("cnndm-m6-if-s2", {100: 5.6, 200: 5.30}, (20.0, 4.0, 21.5), 3900.0),  # no m6-s2: no on/off
+            ]]
+    rows = [line for line in claim_table.comparisons(runs) if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 2
+    agents = next(r for r in rows if r.startswith("| three agents against one | 1 |"))
+    assert "| m1 | m6 |" in agents and "-0.050 to -0.020 (2 validations, to step 300)" in agents and "-1.00 / -0.50 / -1.00 |" in agents
+    feeding = next(r for r in rows if r.startswith("| input feeding (m6) | 1 |"))
+    # equal steps: only step 200 is common (from step 200); equal time is not claimed without a CPU clock
+    assert "-0.050 to -0.050 (1 validation, to step 200)" in feeding and "(wall clock)" in feeding
+
+
+def test_the_seed_summary_gives_mean_and_spread_of_readings_with_two_seeds(tmp_path):
+    runs = [claim_table.load_run(write_run(tmp_path, f"cnndm-m1-s{seed}", {200: 5.0}, rouge=rouge))
+            for seed, rouge in [(1, (24.0, 5.0, 22.0)), (2, (25.0, 6.0, 22.5))]]
+    runs.append(claim_table.load_run(write_run(tmp_path, "cnndm-m6-s1", {200: 5.0}, rouge=(1.0, 1.0, 1.0))))
+    lines = claim_table.seed_summary(runs)
+    assert lines[2:] == ["| `cnndm-m1` | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
