@@ -619,6 +619,25 @@ def test_lazy_sentences_are_the_whole_text_cleaned_and_split(lines, breaks):
     assert list(text._sentences(raw)) == _old_sentences(raw)
 
 
+def _old_summary_sentences(raw: str, lower: bool) -> list[list[str]]:
+    """summary_sentences as it was: every line through split_sentences, then tokenize (which cleans again)."""
+    result = []
+    for line in raw.splitlines():
+        for sentence in text.split_sentences(text._UPDATE_MARKER_RE.sub("", line)):
+            tokens = text.tokenize(sentence, lower)
+            if tokens:
+                result.append(tokens if text._ends_sentence(tokens) else [*tokens, "."])
+    return result
+
+
+@props(400)
+@given(st.lists(st.one_of(texts, ASCII_LINES, ASCII_LINES.map(lambda line: "NEW: " + line)), max_size=5),
+       st.booleans())
+def test_summary_sentences_by_the_lazy_splitter_are_the_old_ones(lines, lower):
+    raw = "\n".join(lines)
+    assert text.summary_sentences(raw, lower) == _old_summary_sentences(raw, lower)
+
+
 @props(500)
 @given(ASCII_LINES)
 def test_blingfire_keeps_an_ascii_line_without_inner_sentence_end_whole(line):

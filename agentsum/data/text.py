@@ -327,8 +327,10 @@ def summary_sentences(text: str, lower: bool = True) -> list[list[str]]:
     result: list[list[str]] = []
     for line in text.splitlines():
         line = _UPDATE_MARKER_RE.sub("", line)
-        for sentence in split_sentences(line):
-            tokens = tokenize(sentence, lower)
+        # split_sentences and tokenize, by their lazy forms: a one-sentence ASCII line skips
+        # blingfire, and a sentence is cleaned once (the same tokens; tests/test_properties.py)
+        for sentence in _sentences(line):
+            tokens = _tokenize_clean(sentence, lower)
             if not tokens:
                 continue
             if not _ends_sentence(tokens):
