@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# One pair of the paper's claim on long inputs (DCA against one agent), CNN/DailyMail train_stories.jsonl,
-# 800-token articles: two readings trained side by side, one thread each, each stopped (SIGTERM, which
-# saves last.pt) once its process has had MINUTES minutes of CPU. The CPU clock, not the wall clock,
-# makes the pair fair when other work shares the machine. Then ROUGE of each last checkpoint on
-# validation rows 500-999 (the reported rows; rows 0-199 are the trainer's validation), and each run's
-# metrics.jsonl and CPU samples copied beside its scores, so that benchmarks/claim_table.py can rebuild
-# the table from committed files.
+# One pair of the paper's claim (DCA against one agent): CNN/DailyMail train_stories.jsonl, 800-token
+# articles (CORPUS=cnndm, the default), or SAMSum dialogues (CORPUS=samsum): two readings trained side
+# by side, one thread each, each stopped (SIGTERM, which saves last.pt) once its process has had
+# MINUTES minutes of CPU. The CPU clock, not the wall clock, makes the pair fair when other work
+# shares the machine. Then ROUGE of each last checkpoint on the reported rows (CNN/DM: validation rows
+# 500-999, as rows 0-199 are the trainer's validation; SAMSum: all 814 validation dialogues, also the
+# trainer's validation, as SAMSum's test split is held out), and each run's metrics.jsonl and CPU
+# samples copied beside its scores, so that benchmarks/claim_table.py can rebuild the table from
+# committed files.
 #
 #   bash benchmarks/claim_study.sh SEED best|paper [MINUTES]
 #   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
+#   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
 #
 # A reading names a preset and the changes on top of it:
-#   m1            cnndm-m1 as printed          m6            cnndm-m6 as printed (Table 6 split)
+#   m1            CORPUS-m1 as printed         m6            CORPUS-m6 as printed (Table 6 split)
 #   m1-if         + input feeding              m6-if         + input feeding
 #   m6-whole      + agent_split: whole         m6-if-whole   + both
 #   m6-ends       + agent_state: ends          m6-if-whole-ends  + all three
-# best = m1-if m6-if-whole; paper = m1 m6. Runs: runs/cnndm-READING-sSEED; scores, metrics and CPU
-# samples: benchmarks/results/cnndm/claim/cnndm-READING-sSEED/. About 80 minutes on a quiet 2-core machine.
+# best = m1-if m6-if-whole; paper = m1 m6. Runs: runs/CORPUS-READING-sSEED; scores, metrics and CPU
+# samples: benchmarks/results/CORPUS/claim/CORPUS-READING-sSEED/ (python benchmarks/claim_table.py
+# --corpus CORPUS). CNN/DM: about 80 minutes on a quiet 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
@@ -26,20 +30,25 @@ case "${2:?reading}" in
   paper) A=m1; B=m6; MINUTES=${3:-65} ;;
   *)     A=$2; B=${3:?second reading}; MINUTES=${4:-65} ;;
 esac
-VALID=../shared/data/cnndm/validation_1000.jsonl
-OUT=benchmarks/results/cnndm/claim
+CORPUS=${CORPUS:-cnndm}
+case "$CORPUS" in
+  cnndm)  VALID=../shared/data/cnndm/validation_1000.jsonl; ROWS=(--start 500); EVERY=100 ;;
+  samsum) VALID=../shared/data/samsum/valid.jsonl; ROWS=(); EVERY=250 ;;
+  *) echo "CORPUS must be cnndm or samsum, not $CORPUS" >&2; exit 2 ;;
+esac
+OUT=benchmarks/results/$CORPUS/claim
 mkdir -p runs "$OUT"
 
 reading() {  # READING -> the preset, then its --set overrides, one per line
   case "$1" in
-    m1) echo cnndm-m1 ;;
-    m1-if) printf '%s\n' cnndm-m1 model.input_feeding=true ;;
-    m6) echo cnndm-m6 ;;
-    m6-if) printf '%s\n' cnndm-m6 model.input_feeding=true ;;
-    m6-whole) printf '%s\n' cnndm-m6 data.agent_split=whole ;;
-    m6-if-whole) printf '%s\n' cnndm-m6 model.input_feeding=true data.agent_split=whole ;;
-    m6-ends) printf '%s\n' cnndm-m6 model.agent_state=ends ;;
-    m6-if-whole-ends) printf '%s\n' cnndm-m6 model.input_feeding=true data.agent_split=whole model.agent_state=ends ;;
+    m1) echo $CORPUS-m1 ;;
+    m1-if) printf '%s\n' $CORPUS-m1 model.input_feeding=true ;;
+    m6) echo $CORPUS-m6 ;;
+    m6-if) printf '%s\n' $CORPUS-m6 model.input_feeding=true ;;
+    m6-whole) printf '%s\n' $CORPUS-m6 data.agent_split=whole ;;
+    m6-if-whole) printf '%s\n' $CORPUS-m6 model.input_feeding=true data.agent_split=whole ;;
+    m6-ends) printf '%s\n' $CORPUS-m6 model.agent_state=ends ;;
+    m6-if-whole-ends) printf '%s\n' $CORPUS-m6 model.input_feeding=true data.agent_split=whole model.agent_state=ends ;;
     *) echo "unknown reading: $1 (see the header of $0)" >&2; return 2 ;;
   esac
 }
@@ -48,11 +57,11 @@ reading "$B" > /dev/null
 
 # One training under a CPU budget: its PID is sampled by cpu_clock.py and stopped by a watcher.
 train() {  # READING
-  local run=runs/cnndm-$1-s$SEED lines args=() config
+  local run=runs/$CORPUS-$1-s$SEED lines args=() config
   mapfile -t lines < <(reading "$1")
   config=${lines[0]}
   for setting in "${lines[@]:1}"; do args+=(--set "$setting"); done
-  agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=100 \
+  agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=$EVERY \
       --set train.max_minutes=$((MINUTES * 4)) "${args[@]}" > "$run.log" 2>&1 &
   local pid=$!
   python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" &
@@ -63,11 +72,11 @@ train "$B" &
 wait
 
 for name in "$A" "$B"; do
-  run=runs/cnndm-$name-s$SEED
+  run=runs/$CORPUS-$name-s$SEED
   mkdir -p "$OUT/$(basename "$run")"
   cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
   cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
-  python benchmarks/quality_curve.py "$run" --data "$VALID" --start 500 --only last --threads 1 \
+  python benchmarks/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
 done
 wait

@@ -1,9 +1,10 @@
-"""The CNN/DailyMail claim study's tables, rebuilt from the committed files of each run.
+"""The claim study's tables (DCA against one agent), rebuilt from the committed files of each run.
 
-``benchmarks/claim_study.sh`` leaves, for every run ``cnndm-READING-sSEED``, a directory under
-``benchmarks/results/cnndm/claim/`` with the run's ``metrics.jsonl`` (training and validation
+``benchmarks/claim_study.sh`` leaves, for every run ``CORPUS-READING-sSEED``, a directory under
+``benchmarks/results/CORPUS/claim/`` with the run's ``metrics.jsonl`` (training and validation
 records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
-and ``curve.jsonl`` (ROUGE of its last checkpoint on validation rows 500-999). This script prints:
+and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM validation rows
+500-999, all of SAMSum's validation). This script prints:
 
 * one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE;
 * DCA against one agent in each seed (same seed, trained side by side);
@@ -11,12 +12,13 @@ and ``curve.jsonl`` (ROUGE of its last checkpoint on validation rows 500-999). T
   same seed, at equal steps (validation NLL at the last step both reached) and at equal CPU time
   (ROUGE of the last checkpoints, when both were stopped on the CPU clock).
 
-    python benchmarks/claim_table.py [--dir benchmarks/results/cnndm/claim]
+    python benchmarks/claim_table.py [--corpus cnndm|samsum] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import re
 import statistics
@@ -25,12 +27,15 @@ from pathlib import Path
 
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
 CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends"}
-RUN_NAME = re.compile(r"cnndm-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)$")
+RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)$")
+#: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
+REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
 
 
 @dataclass
 class Run:
     name: str
+    corpus: str
     model: str
     changes: frozenset[str]
     seed: int
@@ -48,7 +53,7 @@ class Run:
     @property
     def label(self) -> str:
         extra = " + ".join(CHANGES[c] for c in CHANGES if c in self.changes)
-        return f"`cnndm-{self.model}`" + (f" + {extra}" if extra else "")
+        return f"`{self.corpus}-{self.model}`" + (f" + {extra}" if extra else "")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -61,8 +66,8 @@ def load_run(directory: Path) -> Run | None:
     match = RUN_NAME.match(directory.name)
     if match is None:
         return None
-    changes = frozenset(c for c in match.group(2).split("-") if c)
-    run = Run(directory.name, match.group(1), changes, int(match.group(3)))
+    changes = frozenset(c for c in match.group(3).split("-") if c)
+    run = Run(directory.name, match.group(1), match.group(2), changes, int(match.group(4)))
     records = read_jsonl(directory / "metrics.jsonl")
     run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
     train = [r for r in records if "tokens_per_s" in r]
@@ -72,7 +77,8 @@ def load_run(directory: Path) -> Run | None:
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:
         run.cpu_minutes = cpu[-1]["cpu_s"] / 60
-    scores = [r for r in read_jsonl(directory / "curve.jsonl") if "[500:" in r["data"]]
+    rows = REPORTED_ROWS.get(run.corpus, "[")
+    scores = [r for r in read_jsonl(directory / "curve.jsonl") if rows in r["data"]]
     if scores:
         last = max(scores, key=lambda r: r["step"])
         run.steps = max(run.steps, last["step"])
@@ -86,9 +92,12 @@ def fmt_rouge(rouge) -> str:
 
 
 def runs_table(runs: list[Run]) -> list[str]:
-    steps = sorted({s for r in runs for s in r.valid if s % 100 == 0})
+    # the validation interval: the most common gap between validations (a stop adds an odd last one)
+    gaps = collections.Counter(b - a for r in runs for a, b in zip(sorted(r.valid), sorted(r.valid)[1:]))
+    every = gaps.most_common(1)[0][0] if gaps else 100
+    steps = sorted({s for r in runs for s in r.valid if s % every == 0})
     lines = ["| reading | seed | steps | CPU min | train tok/s | valid NLL at step " + " / ".join(map(str, steps))
-             + " | R-1 / R-2 / R-L, rows 500-999 | doubled |", "|---|---|---|---|---|---|---|---|"]
+             + " | R-1 / R-2 / R-L | doubled |", "|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes))):
         nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
@@ -157,11 +166,13 @@ def seed_summary(runs: list[Run]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", default="benchmarks/results/cnndm/claim")
+    parser.add_argument("--corpus", default="cnndm", choices=sorted(REPORTED_ROWS))
+    parser.add_argument("--dir", help="default: benchmarks/results/CORPUS/claim")
     args = parser.parse_args()
-    runs = [run for d in sorted(Path(args.dir).iterdir()) if d.is_dir() and (run := load_run(d)) is not None]
+    directory = Path(args.dir or f"benchmarks/results/{args.corpus}/claim")
+    runs = [run for d in sorted(directory.iterdir()) if d.is_dir() and (run := load_run(d)) is not None]
     if not runs:
-        raise SystemExit(f"no runs named cnndm-READING-sSEED under {args.dir}")
+        raise SystemExit(f"no runs named {args.corpus}-READING-sSEED under {directory}")
     print("\n".join(runs_table(runs) + [""] + comparisons(runs) + [""] + seed_summary(runs)))
 
 

@@ -58,3 +58,15 @@ def test_the_seed_summary_gives_mean_and_spread_of_readings_with_two_seeds(tmp_p
     runs.append(claim_table.load_run(write_run(tmp_path, "cnndm-m6-s1", {200: 5.0}, rouge=(1.0, 1.0, 1.0))))
     lines = claim_table.seed_summary(runs)
     assert lines[2:] == ["| `cnndm-m1` | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
+
+
+def test_samsum_runs_are_read_on_all_their_rows_and_tabled_at_their_validation_interval(tmp_path):
+    directory = write_run(tmp_path, "samsum-m6-ends-s1", {250: 4.0, 500: 3.8, 750: 3.7, 767: 3.69})
+    score = {"run": "samsum-m6-ends-s1", "step": 767, "data": "valid.jsonl[:None]", "rouge1": 38.0,
+             "rouge2": 14.0, "rougeLsum": 35.0}
+    (directory / "curve.jsonl").write_text(json.dumps(score) + "\n")
+    run = claim_table.load_run(directory)
+    assert (run.corpus, run.model, run.changes, run.rouge) == ("samsum", "m6", frozenset({"ends"}), (38.0, 14.0, 35.0))
+    header, _, row = claim_table.runs_table([run])
+    assert "valid NLL at step 250 / 500 / 750 |" in header and "| 4.000 / 3.800 / 3.700 |" in row
+    assert row.startswith("| `samsum-m6` + agent_state: ends | 1 |")
