@@ -41,10 +41,17 @@ class Run:
     seed: int
     valid: dict[int, float] = field(default_factory=dict)
     tokens_per_s: float | None = None
+    tokens: int = 0
     steps: int = 0
     cpu_minutes: float | None = None
     rouge: tuple[float, float, float] | None = None
     doubled: float | None = None
+
+    @property
+    def tokens_per_cpu_s(self) -> float | None:
+        """Training tokens per CPU second: a speed that other work on the cores does not change
+        much (wall-clock tokens/s does); None for a run without a CPU clock."""
+        return self.tokens / (self.cpu_minutes * 60) if self.cpu_minutes and self.tokens else None
 
     @property
     def reading(self) -> str:
@@ -72,7 +79,8 @@ def load_run(directory: Path) -> Run | None:
     run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
     train = [r for r in records if "tokens_per_s" in r]
     if train:  # tokens over seconds of all logged intervals, not a mean of rates
-        run.tokens_per_s = sum(r["tokens"] for r in train) / sum(r["seconds"] for r in train)
+        run.tokens = sum(r["tokens"] for r in train)
+        run.tokens_per_s = run.tokens / sum(r["seconds"] for r in train)
         run.steps = max(r["step"] for r in train)
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:
@@ -96,12 +104,12 @@ def runs_table(runs: list[Run]) -> list[str]:
     gaps = collections.Counter(b - a for r in runs for a, b in zip(sorted(r.valid), sorted(r.valid)[1:]))
     every = gaps.most_common(1)[0][0] if gaps else 100
     steps = sorted({s for r in runs for s in r.valid if s % every == 0})
-    lines = ["| reading | seed | steps | CPU min | train tok/s | valid NLL at step " + " / ".join(map(str, steps))
+    lines = ["| reading | seed | steps | CPU min | train tokens per CPU s | valid NLL at step " + " / ".join(map(str, steps))
              + " | R-1 / R-2 / R-L | doubled |", "|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes))):
         nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
-        tok = f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "–"
+        tok = f"{r.tokens_per_cpu_s:,.0f}" if r.tokens_per_cpu_s else "–"
         doubled = f"{r.doubled:.1f}%" if r.doubled is not None else "–"
         lines.append(f"| {r.label} | {r.seed} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
     return lines
@@ -126,7 +134,7 @@ def rouge_gap(a: Run, b: Run) -> str:
 
 
 def comparisons(runs: list[Run]) -> list[str]:
-    lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time | tok/s on / off |",
+    lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time | tokens per CPU s, on / off |",
              "|---|---|---|---|---|---|---|"]
     by_key = {(r.seed, r.model, r.changes): r for r in runs}
     rows = []
@@ -135,13 +143,13 @@ def comparisons(runs: list[Run]) -> list[str]:
             for one in runs:
                 if one.model == "m1" and one.seed == r.seed and one.changes == (r.changes & {"if"}):
                     rows.append(("three agents against one", one, r))
-    for (seed, model, changes), on in by_key.items():
-        for change in changes:
-            off = by_key.get((seed, model, changes - {change}))
-            if off is not None:
-                rows.append((f"{CHANGES[change]} ({model}{''.join('-' + c for c in CHANGES if c in off.changes)})", off, on))
+    for (seed, model, changes), on in by_key.items():  # each change (or set of changes) on and off
+        for (off_seed, off_model, off_changes), off in by_key.items():
+            if (off_seed, off_model) == (seed, model) and off_changes < changes:
+                added = " + ".join(CHANGES[c] for c in CHANGES if c in changes - off_changes)
+                rows.append((f"{added} ({off.reading})", off, on))
     for what, off, on in sorted(rows, key=lambda x: (x[0], x[1].seed)):
-        ratio = f"{on.tokens_per_s / off.tokens_per_s:.2f}x" if on.tokens_per_s and off.tokens_per_s else "–"
+        ratio = f"{on.tokens_per_cpu_s / off.tokens_per_cpu_s:.2f}x" if on.tokens_per_cpu_s and off.tokens_per_cpu_s else "–"
         lines.append(f"| {what} | {off.seed} | {off.reading} | {on.reading} | {nll_gap(off, on)} | {rouge_gap(off, on)} | {ratio} |")
     return lines
 

@@ -70,3 +70,13 @@ def test_samsum_runs_are_read_on_all_their_rows_and_tabled_at_their_validation_i
     header, _, row = claim_table.runs_table([run])
     assert "valid NLL at step 250 / 500 / 750 |" in header and "| 4.000 / 3.800 / 3.700 |" in row
     assert row.startswith("| `samsum-m6` + agent_state: ends | 1 |")
+
+
+def test_two_changes_at_once_are_compared_with_neither_and_speed_is_per_cpu_second(tmp_path):
+    runs = [claim_table.load_run(write_run(tmp_path, name, {200: nll}, rouge=(r1, 5.0, 20.0), cpu_s=600.0,
+                                           tokens=(tokens, 1.0)))
+            for name, nll, r1, tokens in [("cnndm-m6-s1", 5.0, 24.0, 1200), ("cnndm-m6-if-whole-s1", 4.9, 23.0, 900)]]
+    assert runs[0].tokens_per_cpu_s == 2.0  # 1,200 tokens in 10 CPU minutes, whatever the wall clock said
+    rows = [line for line in claim_table.comparisons(runs) if line.startswith("| input")]
+    assert rows == ["| input feeding + whole-article split (m6) | 1 | m6 | m6-if-whole | -0.100 to -0.100 "
+                    "(1 validation, to step 200) | -1.00 / +0.00 / +0.00 | 0.75x |"]
