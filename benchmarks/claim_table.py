@@ -40,7 +40,6 @@ class Run:
     changes: frozenset[str]
     seed: int
     valid: dict[int, float] = field(default_factory=dict)
-    tokens_per_s: float | None = None
     tokens: int = 0
     steps: int = 0
     cpu_minutes: float | None = None
@@ -78,9 +77,8 @@ def load_run(directory: Path) -> Run | None:
     records = read_jsonl(directory / "metrics.jsonl")
     run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
     train = [r for r in records if "tokens_per_s" in r]
-    if train:  # tokens over seconds of all logged intervals, not a mean of rates
+    if train:
         run.tokens = sum(r["tokens"] for r in train)
-        run.tokens_per_s = run.tokens / sum(r["seconds"] for r in train)
         run.steps = max(r["step"] for r in train)
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:

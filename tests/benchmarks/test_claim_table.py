@@ -30,7 +30,7 @@ def test_a_run_is_read_from_its_name_and_files(tmp_path):
                           cpu_s=3900.0, tokens=(3000, 2.0))
     run = claim_table.load_run(directory)
     assert (run.model, run.changes, run.seed) == ("m6", frozenset({"if", "whole"}), 2)
-    assert run.reading == "m6-if-whole" and run.cpu_minutes == 65.0 and run.tokens_per_s == 1500.0
+    assert run.reading == "m6-if-whole" and run.cpu_minutes == 65.0 and run.tokens == 3000
     assert run.rouge == (24.0, 5.0, 22.0) and run.steps == 200  # rows 500-999, not rows 0-199
     assert claim_table.load_run(tmp_path / "notes") is None
 
