@@ -593,6 +593,18 @@ def test_clean_text_takes_a_short_path_for_ascii_with_the_same_result(raw):
     assert text.clean_text(raw) == text._CONTROL_RE.sub("", raw.translate(text._CHAR_MAP))
 
 
+MAPPED = [chr(code) for code in text._CHAR_MAP]
+
+
+@props(400)
+@given(st.lists(st.one_of(st.sampled_from(MAPPED), st.sampled_from(MIXED_PIECES), st.text(max_size=6)), max_size=40)
+       .map("".join))
+def test_clean_text_replaces_each_mapped_character_as_the_map_does(raw):
+    """clean_text replaces the mapped characters one after another (str.replace); the reference is
+    the simultaneous map, str.translate, on texts dense in every mapped character."""
+    assert text.clean_text(raw) == text._CONTROL_RE.sub("", raw.translate(text._CHAR_MAP))
+
+
 def _old_sentences(raw: str) -> list[str]:
     """The article's sentences as the whole text cleaned at once and every line given to blingfire."""
     import blingfire

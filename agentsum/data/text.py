@@ -79,6 +79,7 @@ _CHAR_MAP = str.maketrans(
         "—": " -- ", "―": " -- ",
     }
 )
+_CHAR_ITEMS = tuple((chr(code), replacement) for code, replacement in _CHAR_MAP.items())
 # Unicode categories Cc, Cf, Co, Cs (Unicode 14 tables) except tab, line feed and carriage
 # return; a precomputed class because a per-character unicodedata lookup tripled the run time.
 _CONTROL_RE = re.compile(
@@ -113,7 +114,13 @@ def clean_text(text: str) -> str:
     the map only the backquote is ASCII, and of the control class only the ASCII controls.
     """
     if not text.isascii():
-        text = text.translate(_CHAR_MAP)
+        # str.replace of the mapped characters that occur, not str.translate: translate looks every
+        # character of a non-ASCII text up in the map (0.31 ms of a 3,700-character news article,
+        # against 0.06 ms for these scans); the replacements are ASCII and hold no mapped character,
+        # so replacing one after another is the simultaneous map (tests/test_properties.py)
+        for char, replacement in _CHAR_ITEMS:
+            if char in text:
+                text = text.replace(char, replacement)
         if not text.isascii():
             return _CONTROL_RE.sub("", text)
     else:
