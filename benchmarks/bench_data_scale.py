@@ -15,6 +15,7 @@ then, in one run, measures for each:
 
     python benchmarks/bench_data_scale.py                  # everything (about an hour on 2 cores)
     python benchmarks/bench_data_scale.py --only cnndm     # one corpus
+    python benchmarks/bench_data_scale.py --merge A/data_scale.json B/data_scale.json  # runs put together
 Results: benchmarks/results/data_scale.{json,md}. Corpora and stores go to --work (not in git).
 """
 
@@ -320,10 +321,17 @@ def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: 
 # ------------------------------------------------------------------------------------ report
 
 def report(results: dict) -> str:
+    # "runs": corpora measured in separate runs (--only) and put together, each run's date and load
+    runs = results.get("runs")
+    when = ("; ".join(f"{name} measured {run['date']}" + (f" at commit {run['commit']}" if run.get("commit") else "")
+                      + f", load average at start {run['load']}" for name, run in runs.items()) + f", on {results['machine']}. Each corpus's figures come "
+            "from its one run" if runs else
+            f"Measured {results['date']}" + (f" at commit {results['commit']}" if results.get("commit") else "")
+            + f" on {results['machine']}; load average at start {results['load']}. "
+            "Every figure below comes from this one run")
     lines = ["# Corpora at the papers' sizes: prepare, start, memory", "",
-             f"Measured {results['date']} on {results['machine']}; load average at start {results['load']}. "
-             "Synthetic corpora built from the shared data with made-up words mixed in "
-             "(`benchmarks/bench_data_scale.py`). Every figure below comes from this one run.", ""]
+             f"{when}. Synthetic corpora built from the shared data with made-up words mixed in "
+             "(`benchmarks/bench_data_scale.py`).", ""]
     for corpus in results["corpora"]:
         lines += [f"## {corpus['corpus']} (`{corpus['preset']}` preset, vocabulary {corpus['vocab_size']:,})", "",
                   "| documents | prepare, 1 worker | prepare, 2 workers | store | types | first step (store) | "
@@ -375,11 +383,17 @@ def main() -> None:
     parser.add_argument("--lcsts", type=int, default=2_400_000)
     parser.add_argument("--no-evaluate", action="store_true", help="skip evaluate's memory (11,490 decodes)")
     parser.add_argument("--results", default=str(RESULTS), help="where data_scale.{json,md} go")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="measure nothing: put the corpora of earlier runs' data_scale.json together "
+                             "(a later file's corpus replaces an earlier one's), each with its run's date")
     args = parser.parse_args()
+    if args.merge:
+        save(merge([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge], args.results))
+        return
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{os.cpu_count()} cores",
-               "load": round(os.getloadavg()[0], 2), "corpora": [], "out": args.results}
+               "load": round(os.getloadavg()[0], 2), "commit": commit(), "corpora": [], "out": args.results}
     if args.only in (None, "cnndm"):
         corpus = work / f"cnndm-{args.cnndm}.jsonl"
         if not corpus.exists():
@@ -410,6 +424,31 @@ def main() -> None:
                                                  args.lcsts, 6_000, work, in_memory_sizes=[small],
                                                  single_worker_sizes=[small]))
         save(results)
+
+
+def commit() -> str | None:
+    """The checkout's commit, short (None outside git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def merge(runs: list[dict], out: str) -> dict:
+    """One result from several runs (``--only``): each corpus from the last run that measured it,
+    the run-wide figures (storage format, step time, evaluate) from the last run that has them, and
+    each corpus's run date and load kept so that the report says which run measured what."""
+    merged: dict = {"machine": runs[-1]["machine"], "out": out, "corpora": [], "runs": {}}
+    corpora: dict[str, dict] = {}
+    for run in runs:
+        for corpus in run["corpora"]:
+            corpora[corpus["corpus"]] = corpus
+            merged["runs"][corpus["corpus"]] = {"date": run["date"], "load": run["load"], "commit": run.get("commit")}
+        merged.update({key: run[key] for key in ("format", "step_preset", "step_ms", "evaluate") if key in run})
+    merged["corpora"] = list(corpora.values())
+    merged["date"], merged["load"] = runs[-1]["date"], runs[-1]["load"]
+    return merged
 
 
 def save(results: dict) -> None:

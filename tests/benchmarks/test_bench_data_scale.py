@@ -1,0 +1,44 @@
+"""benchmarks/bench_data_scale.py: runs of one corpus each put together, and what the report says of them."""
+
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import bench_data_scale  # noqa: E402
+
+
+def corpus(name, prepare_seconds):
+    prepare = {"seconds": prepare_seconds, "docs_per_s": 10.0, "cpu_seconds": 1.0, "docs_per_cpu_s": 10.0,
+               "store_mb": 1.0, "types": 5, "documents": 10, "peak_rss_mb": 1.0}
+    ddp = {"first_step_s": 2.0, "peak_rss_mb_per_rank": [3.0, 3.0], "anon_mb_per_rank": [2.0, 2.0]}
+    return {"corpus": name, "preset": "m6", "vocab_size": 100,
+            "rows": {"10": {"prepare_w2": prepare, "train_store": {"first_step_s": 1.0, "peak_rss_mb": 4.0},
+                            "ddp_store": ddp}}}
+
+
+def run(date, commit, *corpora, **extra):
+    return {"date": date, "machine": "2 cores", "load": 0.5, "commit": commit, "corpora": list(corpora), **extra}
+
+
+def test_merge_takes_each_corpus_from_the_last_run_that_measured_it():
+    first = run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0), corpus("LCSTS-like", 22.0),
+                step_preset="m6", step_ms=5.0)
+    second = run("2026-01-02 10:00", "bbb", corpus("LCSTS-like", 33.0))
+    merged = bench_data_scale.merge([first, second], "out")
+    by_name = {c["corpus"]: c["rows"]["10"]["prepare_w2"]["seconds"] for c in merged["corpora"]}
+    assert by_name == {"CNN/DailyMail-like": 11.0, "LCSTS-like": 33.0}
+    assert merged["runs"]["CNN/DailyMail-like"]["commit"] == "aaa"
+    assert merged["runs"]["LCSTS-like"] == {"date": "2026-01-02 10:00", "load": 0.5, "commit": "bbb"}
+    assert merged["step_ms"] == 5.0  # only the first run measured it
+
+
+def test_the_report_names_each_corpus_run_and_never_claims_one_run_for_a_merge():
+    merged = bench_data_scale.merge([run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0)),
+                                     run("2026-01-02 10:00", "bbb", corpus("LCSTS-like", 33.0))], "out")
+    text = bench_data_scale.report(merged)
+    assert "CNN/DailyMail-like measured 2026-01-01 10:00 at commit aaa" in text
+    assert "LCSTS-like measured 2026-01-02 10:00 at commit bbb" in text
+    assert "this one run" not in text
+    single = bench_data_scale.report(run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0)))
+    assert "Measured 2026-01-01 10:00 at commit aaa" in single and "this one run" in single
