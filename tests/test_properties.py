@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import re
 import string
 from dataclasses import dataclass
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -691,3 +693,27 @@ def test_min_squares_partition_is_the_best_of_all_partitions(lengths, groups, sl
        st.booleans())
 def test_a_piece_of_letters_is_one_token(piece, lower):
     assert text._piece_tokens(piece, lower) == tuple(whole_sentence_tokens(piece, lower))
+
+
+def _epoch_order_by_python_sorts(lengths, batch_size, seed, epoch, window):
+    """epoch_order as first written: a Python sort of each window (the reference for the numpy one)."""
+    rng = random.Random(seed * 100_003 + epoch)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    if window > 1:
+        span = batch_size * window
+        order = [i for s in range(0, len(order), span) for i in sorted(order[s: s + span], key=lambda j: lengths[j])]
+    batches = [order[s: s + batch_size] for s in range(0, len(order), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+@props(300)
+@given(st.lists(st.integers(0, 40), max_size=300), st.integers(1, 9), st.integers(0, 5), st.integers(0, 3),
+       st.integers(1, 7))
+def test_epoch_order_sorts_each_window_as_a_stable_python_sort_does(lengths, batch_size, seed, epoch, window):
+    from agentsum.data.dataset import epoch_order
+
+    expected = _epoch_order_by_python_sorts(lengths, batch_size, seed, epoch, window)
+    assert epoch_order(lengths, batch_size, seed, epoch, window) == expected
+    assert epoch_order(np.asarray(lengths, dtype=np.int64), batch_size, seed, epoch, window) == expected
