@@ -43,6 +43,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import mmap
 import multiprocessing
 import os
 import shutil
@@ -183,9 +184,10 @@ class CorpusStore(Sequence[Document]):
         self.manifest = read_manifest(self.path)
         check_files(self.path, self.manifest["files"], verify=verify)
         try:
-            self._documents = pa.ipc.open_file(pa.memory_map(str(self.path / DOCUMENTS), "r"))
-            types = pa.ipc.open_file(pa.memory_map(str(self.path / TYPES), "r")).read_all()
-        except (pa.ArrowInvalid, OSError) as e:
+            self._maps = [_map(self.path / DOCUMENTS), _map(self.path / TYPES)]
+            self._documents = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(self._maps[0])))
+            types = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(self._maps[1]))).read_all()
+        except (pa.ArrowInvalid, OSError, ValueError) as e:
             raise StoreError(f"{self.path}: damaged store ({e}); prepare it again") from None
         # Token types by id (descending count), left in the mapped file: documents are decoded with
         # Arrow's take, so a process holds no Python string per type (710k at CNN/DM's size).
@@ -213,6 +215,12 @@ class CorpusStore(Sequence[Document]):
         self.lengths: np.ndarray = np.concatenate(
             [np.diff(c.article_offsets) + np.diff(c.summary_offsets) for c in self._chunks]) \
             if self._chunks else np.zeros(0, dtype=np.int64)
+        # Opening read a few bytes of every record batch, and the kernel maps 64 KB around each page
+        # it faults in: 284 MB of the 287k store counted in this process's RSS although it uses
+        # none of it. Dropping those page-table entries keeps the pages in the page cache (the file
+        # is read-only, nothing is lost); later reads map just the pages they touch.
+        for mapped in self._maps:
+            _drop_mapped_pages(mapped)
 
     @property
     def key(self) -> dict[str, Any]:
@@ -267,6 +275,18 @@ class CorpusStore(Sequence[Document]):
 
     def check_key(self, wanted: dict[str, Any]) -> None:
         check_key(self.path, self.manifest, wanted)
+
+
+def _map(path: Path) -> mmap.mmap:
+    """``path`` mapped read-only (Arrow reads it zero-copy through ``pa.py_buffer``); our own map
+    rather than ``pa.memory_map``, so that :func:`_drop_mapped_pages` can advise the kernel on it."""
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _drop_mapped_pages(mapped: mmap.mmap) -> None:
+    if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):  # Linux, macOS; elsewhere RSS stays higher
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

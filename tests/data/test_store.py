@@ -286,3 +286,30 @@ def test_the_progress_total_comes_from_the_bounds_or_the_file_lines(tmp_path):
     assert estimate_rows(corpus, 10) == 30 and estimate_rows(corpus, None, -5) == 35
     assert estimate_rows(str(tmp_path / "absent.jsonl"), 5, 30) == 25  # the bounds say it: no read
     assert estimate_rows(str(tmp_path)) is None
+
+
+def _mapped_rss_kb(path: Path) -> int:
+    """This process's resident KB of its mappings of ``path`` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+            inside = len(fields) >= 6 and fields[-1] == str(path)
+        elif inside and fields[0] == "Rss:":
+            total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
+def test_opening_a_store_leaves_none_of_its_pages_in_the_process_memory(tmp_path, monkeypatch):
+    from agentsum.data import store as store_module
+
+    monkeypatch.setattr(store_module, "CHUNK", 16)  # many record batches, each touched once on opening
+    corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(600))
+    cfg = DataConfig(train=corpus, valid=None, max_article_tokens=200)
+    prepare_store(DataSource(corpus), cfg, tmp_path / "store", workers=1, progress=False)
+    store = CorpusStore(tmp_path / "store")
+    documents = (tmp_path / "store" / DOCUMENTS).resolve()
+    assert _mapped_rss_kb(documents) == 0  # the batches' few bytes read on opening were dropped
+    store[len(store) // 2]
+    assert _mapped_rss_kb(documents) > 0  # and a document read maps its pages (the measure sees them)
