@@ -216,7 +216,7 @@ class CorpusStore(Sequence[Document]):
             [np.diff(c.article_offsets) + np.diff(c.summary_offsets) for c in self._chunks]) \
             if self._chunks else np.zeros(0, dtype=np.int64)
         # Opening read a few bytes of every record batch, and the kernel maps 64 KB around each page
-        # it faults in: 284 MB of the 287k store counted in this process's RSS although it uses
+        # it faults in: 310 MB of the 287k store counted in this process's RSS although it uses
         # none of it. Dropping those page-table entries keeps the pages in the page cache (the file
         # is read-only, nothing is lost); later reads map just the pages they touch.
         for mapped in self._maps:
