@@ -323,9 +323,10 @@ def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: 
 def report(results: dict) -> str:
     # "runs": corpora measured in separate runs (--only) and put together, each run's date and load
     runs = results.get("runs")
-    when = ("; ".join(f"{name} measured {run['date']}" + (f" at commit {run['commit']}" if run.get("commit") else "")
-                      + f", load average at start {run['load']}" for name, run in runs.items()) + f", on {results['machine']}. Each corpus's figures come "
-            "from its one run" if runs else
+    named = {"format": "the storage format and step time", "evaluate": "evaluate"}
+    when = ("; ".join(f"{named.get(name, name)} measured {run['date']}" + (f" at commit {run['commit']}" if run.get("commit") else "")
+                      + f", load average at start {run['load']}" for name, run in runs.items()) + f", on {results['machine']}. Each "
+            "corpus's figures, and each section's, come from one run" if runs else
             f"Measured {results['date']}" + (f" at commit {results['commit']}" if results.get("commit") else "")
             + f" on {results['machine']}; load average at start {results['load']}. "
             "Every figure below comes from this one run")
@@ -446,6 +447,9 @@ def merge(runs: list[dict], out: str) -> dict:
             corpora[corpus["corpus"]] = corpus
             merged["runs"][corpus["corpus"]] = {"date": run["date"], "load": run["load"], "commit": run.get("commit")}
         merged.update({key: run[key] for key in ("format", "step_preset", "step_ms", "evaluate") if key in run})
+        for key in ("format", "evaluate"):
+            if key in run:
+                merged["runs"][key] = {"date": run["date"], "load": run["load"], "commit": run.get("commit")}
     merged["corpora"] = list(corpora.values())
     merged["date"], merged["load"] = runs[-1]["date"], runs[-1]["load"]
     return merged

@@ -42,3 +42,18 @@ def test_the_report_names_each_corpus_run_and_never_claims_one_run_for_a_merge()
     assert "this one run" not in text
     single = bench_data_scale.report(run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0)))
     assert "Measured 2026-01-01 10:00 at commit aaa" in single and "this one run" in single
+
+
+def test_the_sections_measured_once_keep_the_run_that_measured_them():
+    fmt = {"documents": 10, "arrow_fetch_ms_per_batch": 1.0, "memmap_fetch_ms_per_batch": 1.0,
+           "pyarrow_rows_fetch_ms_per_batch": 1.0, "open_arrow_s": 0.1, "open_arrow_verified_s": 0.2,
+           "open_memmap_s": 0.0, "arrow_mb": 1.0, "memmap_mb": 1.0}
+    first = run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0), format=fmt, step_ms=5.0,
+                step_preset="m6", evaluate={"1000": {"seconds": 1.0, "peak_rss_mb": 2.0}})
+    second = run("2026-01-02 10:00", "bbb", corpus("CNN/DailyMail-like", 9.0), format=fmt, step_ms=4.0,
+                 step_preset="m6")  # --no-evaluate
+    merged = bench_data_scale.merge([first, second], "out")
+    assert merged["corpora"][0]["rows"]["10"]["prepare_w2"]["seconds"] == 9.0 and merged["step_ms"] == 4.0
+    text = bench_data_scale.report(merged)
+    assert "evaluate measured 2026-01-01 10:00 at commit aaa" in text
+    assert "the storage format and step time measured 2026-01-02 10:00 at commit bbb" in text
