@@ -320,16 +320,22 @@ def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: 
 
 # ------------------------------------------------------------------------------------ report
 
-def report(results: dict) -> str:
-    # "runs": corpora measured in separate runs (--only) and put together, each run's date and load
+def provenance(results: dict) -> str:
+    """Which run measured what: one run, or (after --merge) each corpus's and each section's run."""
+    def measured(run: dict) -> str:
+        at = f" at commit {run['commit']}" if run.get("commit") else ""
+        return f"measured {run['date']}{at}, load average at start {run['load']}"
+
     runs = results.get("runs")
+    if not runs:
+        return f"M{measured(results)[1:]}, on {results['machine']}. Every figure below comes from this one run"
     named = {"format": "the storage format and step time", "evaluate": "evaluate"}
-    when = ("; ".join(f"{named.get(name, name)} measured {run['date']}" + (f" at commit {run['commit']}" if run.get("commit") else "")
-                      + f", load average at start {run['load']}" for name, run in runs.items()) + f", on {results['machine']}. Each "
-            "corpus's figures, and each section's, come from one run" if runs else
-            f"Measured {results['date']}" + (f" at commit {results['commit']}" if results.get("commit") else "")
-            + f" on {results['machine']}; load average at start {results['load']}. "
-            "Every figure below comes from this one run")
+    parts = "; ".join(f"{named.get(name, name)} {measured(run)}" for name, run in runs.items())
+    return f"{parts}, on {results['machine']}. Each corpus's figures, and each section's, come from one run"
+
+
+def report(results: dict) -> str:
+    when = provenance(results)
     lines = ["# Corpora at the papers' sizes: prepare, start, memory", "",
              f"{when}. Synthetic corpora built from the shared data with made-up words mixed in "
              "(`benchmarks/bench_data_scale.py`).", ""]
