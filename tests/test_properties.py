@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import random
 import re
 import string
 from dataclasses import dataclass
@@ -696,16 +695,20 @@ def test_a_piece_of_letters_is_one_token(piece, lower):
 
 
 def _epoch_order_by_python_sorts(lengths, batch_size, seed, epoch, window):
-    """epoch_order as first written: a Python sort of each window (the reference for the numpy one)."""
-    rng = random.Random(seed * 100_003 + epoch)
-    order = list(range(len(lengths)))
-    rng.shuffle(order)
+    """epoch_order as first written, Python sorts throughout (the reference for the numpy one): the
+    documents, then the batches, in the order of their raw 64-bit draws; each window by length."""
+    bits = np.random.PCG64(np.random.SeedSequence([seed % 2**64, epoch]))
+    def shuffled(n):  # by each raw draw's high bits, then by index
+        width = max(n - 1, 1).bit_length()
+        draws = bits.random_raw(n).tolist() if n else []
+        return sorted(range(n), key=lambda i: (draws[i] >> width, i))
+
+    order = shuffled(len(lengths))
     if window > 1:
         span = batch_size * window
         order = [i for s in range(0, len(order), span) for i in sorted(order[s: s + span], key=lambda j: lengths[j])]
     batches = [order[s: s + batch_size] for s in range(0, len(order), batch_size)]
-    rng.shuffle(batches)
-    return batches
+    return [batches[k] for k in shuffled(len(batches))]
 
 
 @props(300)

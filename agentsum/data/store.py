@@ -25,7 +25,8 @@ Trust:
   changed while its size did not (copied, synced, checked out again, touched) is read once more and
   compared with it: the same bytes keep the store (its manifest takes the new time), other bytes are
   refused as a changed corpus.
-* Processes that start together take a file lock: one prepares, the others wait and then open it.
+* Processes that start together take a file lock: one prepares, the others wait; then they open it
+  side by side under a shared lock, which a later prepare of the same path waits for.
 * A store is written in a hidden temporary directory renamed into place once complete, so a prepare
   that is killed leaves nothing that could be taken for a store (the next prepare removes the debris).
 * Opening checks every file's size; ``verify=True`` (the default) also checks each file's CRC-32, read
@@ -660,15 +661,17 @@ def _remove_debris(path: Path) -> None:
 
 
 class _lock:
-    """An exclusive lock on ``.NAME.lock`` beside the store, held while it is checked or prepared."""
+    """A lock on ``.NAME.lock`` beside the store: exclusive while the store is checked or prepared,
+    shared (``shared=True``) while it is opened, so that readers never meet a prepare half-way."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, shared: bool = False):
         self.file = path.parent / f".{path.name}.lock"
+        self.mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
 
     def __enter__(self):
         self.file.parent.mkdir(parents=True, exist_ok=True)
         self.handle = open(self.file, "a+")
-        fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(self.handle.fileno(), self.mode)
         return self
 
     def __exit__(self, *exc):
@@ -682,9 +685,18 @@ def open_or_prepare(source: DataSource, cfg: DataConfig, path: str | Path, *, wo
                     verify: bool = True) -> CorpusStore:
     """The store of ``source`` at ``path``: opened when its key matches, prepared when missing (or with
     ``force``), refused (:class:`StoreError`) when it was prepared from other data or settings.
-    Processes calling this together serialise on a file lock: one prepares, the rest open its result."""
+    Processes calling this together serialise on a file lock: one prepares, the rest open its result.
+
+    A store whose key matches is opened, with its checksums (0.4 CPU s for LCSTS's 1.4 GB at 2.4M
+    pairs), under a shared lock: the ranks of a run check it side by side instead of one after
+    another, and a prepare of the same path (``--force`` from another shell) waits for them. What
+    may write (a prepare, a touched corpus's new time in the manifest) takes the lock alone."""
     path = Path(path)
     wanted = store_key(source, cfg)
+    if not force:
+        with _lock(path, shared=True):
+            if (path / MANIFEST).is_file() and key_difference(read_manifest(path)["key"], wanted) is None:
+                return CorpusStore(path, verify=verify)
     with _lock(path):
         if force or not (path / MANIFEST).is_file():
             if warn is not None:

@@ -1,6 +1,7 @@
 """From corpus rows to batches (agentsum.data.dataset): reading a DataSource, preparing documents,
 deterministic length-bucketed batching."""
 
+import collections
 import dataclasses
 
 import pytest
@@ -69,6 +70,20 @@ def test_epoch_order_covers_every_document_once_and_depends_only_on_seed_and_epo
     assert all(len({lengths[i] > 20 for i in b}) == 1 for b in batches)
     unbucketed = [epoch_order(lengths, batch_size=2, seed=s, epoch=0, window=1) for s in range(5)]
     assert any(len({lengths[i] > 20 for i in b}) == 2 for order in unbucketed for b in order)
+
+
+def test_epoch_order_is_the_same_in_every_release():
+    # Exact resume replays an epoch's order from (seed, epoch) alone: a change here, say to NumPy's
+    # Generator.permutation or random.shuffle, would resume old checkpoints on other batches.
+    assert epoch_order(list(range(10)), batch_size=3, seed=1, epoch=0, window=1) == [[8, 6, 3], [7, 5, 0], [9, 2, 4], [1]]
+    assert epoch_order([], batch_size=3, seed=1, epoch=0) == []
+
+
+def test_epoch_order_puts_every_document_first_equally_often():
+    firsts = collections.Counter(epoch_order([1] * 5, batch_size=1, seed=seed, epoch=0, window=1)[0][0]
+                                 for seed in range(5000))
+    assert sorted(firsts) == [0, 1, 2, 3, 4]
+    assert all(850 < count < 1150 for count in firsts.values()), firsts  # 1,000 each, sd 28
 
 
 def test_global_batches_resume_at_any_step():

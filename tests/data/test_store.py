@@ -239,6 +239,31 @@ def test_processes_starting_together_prepare_once(tmp_path):
     assert outputs == [["1500", "False"], ["1500", "False"], ["1500", "True"]]
 
 
+def test_ranks_open_a_matching_store_side_by_side_and_a_prepare_waits_for_them(tmp_path):
+    from agentsum.data.store import _lock
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(40))
+    path = tmp_path / "store"
+    open_or_prepare(DataSource(corpus), DataConfig(), path, workers=1, progress=False)
+    with _lock(path, shared=True):  # another rank opening the store (reading its checksums)
+        opened = subprocess.run([sys.executable, "-c", CONCURRENT_OPEN, corpus, str(path)], cwd=REPO,
+                                capture_output=True, text=True, timeout=60)
+        assert opened.stdout.split() == ["40", "False"]  # opened beside it, not after it
+        prepare = subprocess.Popen([sys.executable, "-c", CONCURRENT_PREPARE, corpus, str(path)], cwd=REPO,
+                                   stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            prepare.wait(timeout=3)  # a prepare of the same path waits for the reader
+    assert prepare.communicate(timeout=60)[0].split() == ["40"]
+
+
+CONCURRENT_PREPARE = """
+import sys
+from agentsum.data.dataset import DataConfig, DataSource
+from agentsum.data.store import open_or_prepare
+print(len(open_or_prepare(DataSource(sys.argv[1]), DataConfig(), sys.argv[2], workers=1, force=True, progress=False)))
+"""
+
+
 def test_training_from_the_store_matches_training_in_memory(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(40))
     losses = {}
