@@ -12,6 +12,12 @@
 #   bash benchmarks/claim_study.sh SEED best|paper [MINUTES]
 #   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
 #   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
+#   STEPS=961 bash benchmarks/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
+#
+# Equal CPU time is equal work only on one machine (the same m6 made about 15 steps per CPU minute
+# on one machine here and 32 on another): each run's machine (boot id, CPU model) is saved beside its
+# scores, and benchmarks/claim_table.py compares runs of different machines at equal steps only,
+# which STEPS gives.
 #
 # A reading names a preset and the changes on top of it:
 #   m1            CORPUS-m1 as printed         m6            CORPUS-m6 as printed (Table 6 split)
@@ -31,6 +37,8 @@ case "${2:?reading}" in
   *)     A=$2; B=${3:?second reading}; MINUTES=${4:-65} ;;
 esac
 CORPUS=${CORPUS:-cnndm}
+STEP_LIMIT=()
+if [[ -n "${STEPS:-}" ]]; then STEP_LIMIT=(--set train.max_steps="$STEPS"); fi
 case "$CORPUS" in
   cnndm)  VALID=../shared/data/cnndm/validation_1000.jsonl; ROWS=(--start 500); EVERY=100 ;;
   samsum) VALID=../shared/data/samsum/valid.jsonl; ROWS=(); EVERY=250 ;;
@@ -62,7 +70,7 @@ train() {  # READING
   config=${lines[0]}
   for setting in "${lines[@]:1}"; do args+=(--set "$setting"); done
   agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=$EVERY \
-      --set train.max_minutes=$((MINUTES * 4)) "${args[@]}" > "$run.log" 2>&1 &
+      --set train.max_minutes=$((MINUTES * 4)) "${STEP_LIMIT[@]}" "${args[@]}" > "$run.log" 2>&1 &
   local pid=$!
   python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" &
   wait "$pid" || true
@@ -76,6 +84,10 @@ for name in "$A" "$B"; do
   mkdir -p "$OUT/$(basename "$run")"
   cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
   cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
+  python -c 'import json, platform, sys
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+json.dump({"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(), "cpu": cpu}, sys.stdout)' \
+      > "$OUT/$(basename "$run")/machine.json"
   python benchmarks/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
 done

@@ -12,6 +12,14 @@ and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM v
   same seed, at equal steps (validation NLL at the last step both reached) and at equal CPU time
   (ROUGE of the last checkpoints, when both were stopped on the CPU clock).
 
+Equal CPU time is equal work only on one machine: the same m6 made about 15 steps per CPU minute on
+one machine of this workplace and 32 on another. So ROUGE at equal time, and the ratio of speeds,
+are given only for runs of one machine (the same boot id in their ``machine.json``, or, for runs
+without one, started within ``SIDE_BY_SIDE_S`` of each other). Runs are compared at equal steps
+when their step counts agree within 1% (``STEPS=N bash benchmarks/claim_study.sh ...`` stops a run
+at a step), and not at all otherwise. A reading run again on another machine is kept as
+``CORPUS-READING-sSEED-rN``.
+
     python benchmarks/claim_table.py [--corpus cnndm|samsum] [--dir DIR]
 """
 
@@ -27,9 +35,11 @@ from pathlib import Path
 
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
 CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends"}
-RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)$")
+RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)(?:-r(\d+))?$")
 #: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
 REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
+#: Runs started this close together were trained side by side, on one machine.
+SIDE_BY_SIDE_S = 20 * 60
 
 
 @dataclass
@@ -45,6 +55,9 @@ class Run:
     cpu_minutes: float | None = None
     rouge: tuple[float, float, float] | None = None
     doubled: float | None = None
+    started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
+    machine: str | None = None  # the boot id of the machine that trained it
+    repeat: int = 1
 
     @property
     def tokens_per_cpu_s(self) -> float | None:
@@ -55,6 +68,11 @@ class Run:
     @property
     def reading(self) -> str:
         return self.model + "".join(f"-{c}" for c in CHANGES if c in self.changes)
+
+    @property
+    def tag(self) -> str:
+        """The reading, and which run of it when it was run again (on another machine)."""
+        return self.reading + (f" (run {self.repeat})" if self.repeat > 1 else "")
 
     @property
     def label(self) -> str:
@@ -73,7 +91,10 @@ def load_run(directory: Path) -> Run | None:
     if match is None:
         return None
     changes = frozenset(c for c in match.group(3).split("-") if c)
-    run = Run(directory.name, match.group(1), match.group(2), changes, int(match.group(4)))
+    run = Run(directory.name, match.group(1), match.group(2), changes, int(match.group(4)),
+              repeat=int(match.group(5) or 1))
+    if (directory / "machine.json").exists():
+        run.machine = json.loads((directory / "machine.json").read_text())["boot_id"]
     records = read_jsonl(directory / "metrics.jsonl")
     run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
     train = [r for r in records if "tokens_per_s" in r]
@@ -83,6 +104,8 @@ def load_run(directory: Path) -> Run | None:
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:
         run.cpu_minutes = cpu[-1]["cpu_s"] / 60
+    stamps = [r["time"] for r in (cpu or records) if "time" in r]
+    run.started = min(stamps) if stamps else None
     rows = REPORTED_ROWS.get(run.corpus, "[")
     scores = [r for r in read_jsonl(directory / "curve.jsonl") if rows in r["data"]]
     if scores:
@@ -102,15 +125,27 @@ def runs_table(runs: list[Run]) -> list[str]:
     gaps = collections.Counter(b - a for r in runs for a, b in zip(sorted(r.valid), sorted(r.valid)[1:]))
     every = gaps.most_common(1)[0][0] if gaps else 100
     steps = sorted({s for r in runs for s in r.valid if s % every == 0})
-    lines = ["| reading | seed | steps | CPU min | train tokens per CPU s | valid NLL at step " + " / ".join(map(str, steps))
-             + " | R-1 / R-2 / R-L | doubled |", "|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes))):
+    machines = machine_labels(runs)
+    lines = ["| reading | seed | machine | steps | CPU min | train tokens per CPU s | valid NLL at step "
+             + " / ".join(map(str, steps)) + " | R-1 / R-2 / R-L | doubled |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes), r.repeat)):
         nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
         tok = f"{r.tokens_per_cpu_s:,.0f}" if r.tokens_per_cpu_s else "–"
         doubled = f"{r.doubled:.1f}%" if r.doubled is not None else "–"
-        lines.append(f"| {r.label} | {r.seed} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
+        lines.append(f"| {r.label} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
     return lines
+
+
+def machine_labels(runs: list[Run]) -> dict[str, str]:
+    """A letter per machine, in the order of the runs' starts (A for the earliest)."""
+    labels: dict[str, str] = {}
+    seen: list[Run] = []
+    for r in sorted(runs, key=lambda r: r.started or 0):
+        same = next((o for o in seen if one_machine(o, r)), None)
+        labels[r.name] = labels[same.name] if same else chr(ord("A") + len({*labels.values()}))
+        seen.append(r)
+    return labels
 
 
 def nll_gap(a: Run, b: Run) -> str:
@@ -122,33 +157,46 @@ def nll_gap(a: Run, b: Run) -> str:
     return f"{min(gaps):+.3f} to {max(gaps):+.3f} ({len(common)} validation{'s' if len(common) > 1 else ''}, to step {common[-1]})"
 
 
+def one_machine(a: Run, b: Run) -> bool:
+    if a.machine and b.machine:
+        return a.machine == b.machine
+    return a.started is not None and b.started is not None and abs(a.started - b.started) < SIDE_BY_SIDE_S
+
+
 def rouge_gap(a: Run, b: Run) -> str:
+    """b minus a, at equal CPU time (one machine, both stopped on the CPU clock at the same minute) or
+    at equal steps (their step counts within 1%), or '–' with the reason."""
     if not (a.rouge and b.rouge):
         return "–"
     text = " / ".join(f"{y - x:+.2f}" for x, y in zip(a.rouge, b.rouge))
-    if a.cpu_minutes is None or b.cpu_minutes is None:
-        text += " (wall clock)"
-    return text
+    equal_steps = abs(a.steps - b.steps) <= 0.01 * max(a.steps, b.steps)
+    if one_machine(a, b) and (a.cpu_minutes is None or b.cpu_minutes is None):
+        return text + " (wall clock)"
+    if one_machine(a, b) and abs(a.cpu_minutes - b.cpu_minutes) <= 0.02 * max(a.cpu_minutes, b.cpu_minutes):
+        return text
+    if equal_steps:
+        return text + f" (equal steps{'' if one_machine(a, b) else ', other machines'})"
+    return f"– ({a.steps:,} and {b.steps:,} steps{'' if one_machine(a, b) else ', other machines'})"
 
 
 def comparisons(runs: list[Run]) -> list[str]:
-    lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time | tokens per CPU s, on / off |",
+    lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time or steps | tokens per CPU s, on / off |",
              "|---|---|---|---|---|---|---|"]
-    by_key = {(r.seed, r.model, r.changes): r for r in runs}
     rows = []
     for r in runs:  # three agents against one, same seed and same changes where m1 has them
         if r.model == "m6":
             for one in runs:
                 if one.model == "m1" and one.seed == r.seed and one.changes == (r.changes & {"if"}):
                     rows.append(("three agents against one", one, r))
-    for (seed, model, changes), on in by_key.items():  # each change (or set of changes) on and off
-        for (off_seed, off_model, off_changes), off in by_key.items():
-            if (off_seed, off_model) == (seed, model) and off_changes < changes:
-                added = " + ".join(CHANGES[c] for c in CHANGES if c in changes - off_changes)
+    for on in runs:  # each change (or set of changes) on and off
+        for off in runs:
+            if (off.seed, off.model) == (on.seed, on.model) and off.changes < on.changes:
+                added = " + ".join(CHANGES[c] for c in CHANGES if c in on.changes - off.changes)
                 rows.append((f"{added} ({off.reading})", off, on))
-    for what, off, on in sorted(rows, key=lambda x: (x[0], x[1].seed)):
-        ratio = f"{on.tokens_per_cpu_s / off.tokens_per_cpu_s:.2f}x" if on.tokens_per_cpu_s and off.tokens_per_cpu_s else "–"
-        lines.append(f"| {what} | {off.seed} | {off.reading} | {on.reading} | {nll_gap(off, on)} | {rouge_gap(off, on)} | {ratio} |")
+    for what, off, on in sorted(rows, key=lambda x: (x[0], x[1].seed, x[1].repeat, x[2].repeat)):
+        ratio = f"{on.tokens_per_cpu_s / off.tokens_per_cpu_s:.2f}x" \
+            if on.tokens_per_cpu_s and off.tokens_per_cpu_s and one_machine(off, on) else "–"
+        lines.append(f"| {what} | {off.seed} | {off.tag} | {on.tag} | {nll_gap(off, on)} | {rouge_gap(off, on)} | {ratio} |")
     return lines
 
 

@@ -9,10 +9,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import claim_table  # noqa: E402
 
 
-def write_run(root, name, valid, rouge=None, cpu_s=None, tokens=(1000, 2.0)):
+def write_run(root, name, valid, rouge=None, cpu_s=None, tokens=(1000, 2.0), machine=None):
     run = root / name
     run.mkdir()
-    records = [{"step": 20, "tokens": tokens[0], "seconds": tokens[1], "tokens_per_s": 1.0}]
+    records = [{"step": 20, "time": 1.0, "tokens": tokens[0], "seconds": tokens[1], "tokens_per_s": 1.0}]
+    if machine is not None:
+        (run / "machine.json").write_text(json.dumps({"boot_id": machine, "cpu": "AMD EPYC"}))
     records += [{"step": step, "valid_nll": nll} for step, nll in valid.items()]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     if cpu_s is not None:
@@ -80,3 +82,23 @@ def test_two_changes_at_once_are_compared_with_neither_and_speed_is_per_cpu_seco
     rows = [line for line in claim_table.comparisons(runs) if line.startswith("| input")]
     assert rows == ["| input feeding + whole-article split (m6) | 1 | m6 | m6-if-whole | -0.100 to -0.100 "
                     "(1 validation, to step 200) | -1.00 / +0.00 / +0.00 | 0.75x |"]
+
+
+def test_runs_of_other_machines_are_compared_at_equal_steps_only(tmp_path):
+    # equal CPU minutes are not equal work on another machine (15 against 32 steps a CPU minute here)
+    runs = [claim_table.load_run(write_run(tmp_path, name, {200: nll, steps: nll - 0.1}, rouge=(r1, 5.0, 20.0),
+                                           cpu_s=3900.0, tokens=(tokens, 1.0), machine=machine))
+            for name, nll, r1, tokens, steps, machine in [
+                ("cnndm-m6-s1", 5.0, 24.0, 1200, 961, "boot-a"),
+                ("cnndm-m6-ends-s1", 4.9, 25.0, 2400, 961, "boot-b"),  # same steps, faster machine
+                ("cnndm-m6-whole-s1", 4.8, 26.0, 2400, 1900, "boot-b"),  # stopped on the CPU clock there
+                ("cnndm-m6-s1-r2", 5.1, 23.0, 2500, 1900, "boot-b"),  # m6 again, beside it
+            ]]
+    assert [r.repeat for r in runs] == [1, 1, 1, 2] and runs[3].reading == "m6"
+    rows = {line.split(" | ")[2] + " / " + line.split(" | ")[3]: line
+            for line in claim_table.comparisons(runs) if line.startswith("| agent_state") or line.startswith("| whole")}
+    assert rows["m6 / m6-ends"].endswith("| +1.00 / +0.00 / +0.00 (equal steps, other machines) | – |")
+    assert rows["m6 / m6-whole"].endswith("| – (961 and 1,900 steps, other machines) | – |")
+    assert rows["m6 (run 2) / m6-whole"].endswith("| +3.00 / +0.00 / +0.00 | 0.96x |")  # one machine, equal time
+    assert claim_table.machine_labels(runs) == {"cnndm-m6-s1": "A", "cnndm-m6-ends-s1": "B",
+                                                "cnndm-m6-whole-s1": "B", "cnndm-m6-s1-r2": "B"}
