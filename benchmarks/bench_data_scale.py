@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import random
 import shutil
 import subprocess
@@ -322,15 +323,19 @@ def train_step_ms(preset: str, corpus: str, store_dir: Path, work: Path, vocab: 
 
 def provenance(results: dict) -> str:
     """Which run measured what: one run, or (after --merge) each corpus's and each section's run."""
-    def measured(run: dict) -> str:
+    def measured(run: dict, machine: bool) -> str:
         at = f" at commit {run['commit']}" if run.get("commit") else ""
-        return f"measured {run['date']}{at}, load average at start {run['load']}"
+        on = f" on {run['machine']}" if machine and run.get("machine") else ""
+        return f"measured {run['date']}{at}{on}, load average at start {run['load']}"
 
     runs = results.get("runs")
     if not runs:
-        return f"M{measured(results)[1:]}, on {results['machine']}. Every figure below comes from this one run"
+        return f"M{measured(results, False)[1:]}, on {results['machine']}. Every figure below comes from this one run"
     named = {"format": "the storage format and step time", "evaluate": "evaluate"}
-    parts = "; ".join(f"{named.get(name, name)} {measured(run)}" for name, run in runs.items())
+    machines = {run.get("machine") for run in runs.values()}
+    parts = "; ".join(f"{named.get(name, name)} {measured(run, len(machines) > 1)}" for name, run in runs.items())
+    if len(machines) > 1:
+        return f"{parts}. Each corpus's figures, and each section's, come from one run; rates differ between machines"
     return f"{parts}, on {results['machine']}. Each corpus's figures, and each section's, come from one run"
 
 
@@ -399,7 +404,7 @@ def main() -> None:
         return
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{os.cpu_count()} cores",
+    results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
                "load": round(os.getloadavg()[0], 2), "commit": commit(), "corpora": [], "out": args.results}
     if args.only in (None, "cnndm"):
         corpus = work / f"cnndm-{args.cnndm}.jsonl"
@@ -433,6 +438,16 @@ def main() -> None:
         save(results)
 
 
+def machine() -> str:
+    """Cores and CPU model: the same code prepares and trains at other rates on other machines."""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor() or "unknown CPU"
+    return f"{os.cpu_count()} cores ({model})"
+
+
 def commit() -> str | None:
     """The checkout's commit, short (None outside git)."""
     try:
@@ -448,14 +463,18 @@ def merge(runs: list[dict], out: str) -> dict:
     each corpus's run date and load kept so that the report says which run measured what."""
     merged: dict = {"machine": runs[-1]["machine"], "out": out, "corpora": [], "runs": {}}
     corpora: dict[str, dict] = {}
+
+    def source(run: dict, name: str) -> dict:  # a merged input keeps the provenance of its parts
+        return run.get("runs", {}).get(name) or {"date": run["date"], "load": run["load"], "commit": run.get("commit"),
+                                                  "machine": run.get("machine")}
     for run in runs:
         for corpus in run["corpora"]:
             corpora[corpus["corpus"]] = corpus
-            merged["runs"][corpus["corpus"]] = {"date": run["date"], "load": run["load"], "commit": run.get("commit")}
+            merged["runs"][corpus["corpus"]] = source(run, corpus["corpus"])
         merged.update({key: run[key] for key in ("format", "step_preset", "step_ms", "evaluate") if key in run})
         for key in ("format", "evaluate"):
             if key in run:
-                merged["runs"][key] = {"date": run["date"], "load": run["load"], "commit": run.get("commit")}
+                merged["runs"][key] = source(run, key)
     merged["corpora"] = list(corpora.values())
     merged["date"], merged["load"] = runs[-1]["date"], runs[-1]["load"]
     return merged

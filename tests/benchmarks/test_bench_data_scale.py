@@ -29,7 +29,8 @@ def test_merge_takes_each_corpus_from_the_last_run_that_measured_it():
     by_name = {c["corpus"]: c["rows"]["10"]["prepare_w2"]["seconds"] for c in merged["corpora"]}
     assert by_name == {"CNN/DailyMail-like": 11.0, "LCSTS-like": 33.0}
     assert merged["runs"]["CNN/DailyMail-like"]["commit"] == "aaa"
-    assert merged["runs"]["LCSTS-like"] == {"date": "2026-01-02 10:00", "load": 0.5, "commit": "bbb"}
+    assert merged["runs"]["LCSTS-like"] == {"date": "2026-01-02 10:00", "load": 0.5, "commit": "bbb",
+                                            "machine": "2 cores"}
     assert merged["step_ms"] == 5.0  # only the first run measured it
 
 
@@ -57,3 +58,19 @@ def test_the_sections_measured_once_keep_the_run_that_measured_them():
     text = bench_data_scale.report(merged)
     assert "evaluate measured 2026-01-01 10:00 at commit aaa" in text
     assert "the storage format and step time measured 2026-01-02 10:00 at commit bbb" in text
+
+
+def test_a_merged_result_merged_again_keeps_each_part_its_run_and_machine():
+    fmt = {"documents": 10}
+    old = bench_data_scale.merge([run("2026-01-01 10:00", "aaa", corpus("CNN/DailyMail-like", 11.0),
+                                      evaluate={"1000": {"seconds": 1.0, "peak_rss_mb": 2.0}}, format=fmt),
+                                  run("2026-01-02 10:00", "bbb", corpus("LCSTS-like", 33.0))], "out")
+    new = dict(run("2026-02-01 10:00", "ccc", corpus("LCSTS-like", 30.0)), machine="2 cores (AMD EPYC)")
+    merged = bench_data_scale.merge([old, new], "out")
+    assert merged["runs"]["evaluate"]["commit"] == "aaa"  # not the date or commit of the merged file
+    assert merged["runs"]["CNN/DailyMail-like"]["commit"] == "aaa"
+    assert merged["runs"]["LCSTS-like"]["machine"] == "2 cores (AMD EPYC)"
+    text = bench_data_scale.provenance(merged)
+    assert "LCSTS-like measured 2026-02-01 10:00 at commit ccc on 2 cores (AMD EPYC)" in text
+    assert "CNN/DailyMail-like measured 2026-01-01 10:00 at commit aaa on 2 cores," in text
+    assert "rates differ between machines" in text
