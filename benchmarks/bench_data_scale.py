@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import subprocess
@@ -32,6 +31,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import cpu_clock  # benchmarks/, beside this script
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -440,12 +441,8 @@ def main() -> None:
 
 def machine() -> str:
     """Cores and CPU model: the same code prepares and trains at other rates on other machines."""
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or "unknown CPU"
-    return f"{os.cpu_count()} cores ({model})"
+    info = cpu_clock.machine()
+    return f"{info['cores']} cores ({info['cpu']})"
 
 
 def commit() -> str | None:

@@ -14,8 +14,8 @@
 #   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
 #   STEPS=961 bash benchmarks/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
 #
-# Equal CPU time is equal work only on one machine (the same m6 made about 15 steps per CPU minute
-# on one machine here and 32 on another): each run's machine (boot id, CPU model) is saved beside its
+# Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
+# machine here, m6 with agent_state: ends 32.9 on another): each run's machine (boot id, CPU model) is saved beside its
 # scores, and benchmarks/claim_table.py compares runs of different machines at equal steps only,
 # which STEPS gives.
 #
@@ -84,9 +84,7 @@ for name in "$A" "$B"; do
   mkdir -p "$OUT/$(basename "$run")"
   cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
   cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
-  python -c 'import json, platform, sys
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-json.dump({"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(), "cpu": cpu}, sys.stdout)' \
+  python -c 'import json, sys; sys.path.insert(0, "benchmarks"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
       > "$OUT/$(basename "$run")/machine.json"
   python benchmarks/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &

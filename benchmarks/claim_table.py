@@ -12,8 +12,8 @@ and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM v
   same seed, at equal steps (validation NLL at the last step both reached) and at equal CPU time
   (ROUGE of the last checkpoints, when both were stopped on the CPU clock).
 
-Equal CPU time is equal work only on one machine: the same m6 made about 15 steps per CPU minute on
-one machine of this workplace and 32 on another. So ROUGE at equal time, and the ratio of speeds,
+Equal CPU time is equal work only on one machine: m6 made 14.8 steps per CPU minute on one machine
+of this workplace, and m6 with ``agent_state: ends`` 32.9 on another. So ROUGE at equal time, and the ratio of speeds,
 are given only for runs of one machine (the same boot id in their ``machine.json``, or, for runs
 without one, started within ``SIDE_BY_SIDE_S`` of each other). Runs are compared at equal steps
 when their step counts agree within 1% (``STEPS=N bash benchmarks/claim_study.sh ...`` stops a run
@@ -169,14 +169,15 @@ def rouge_gap(a: Run, b: Run) -> str:
     if not (a.rouge and b.rouge):
         return "–"
     text = " / ".join(f"{y - x:+.2f}" for x, y in zip(a.rouge, b.rouge))
-    equal_steps = abs(a.steps - b.steps) <= 0.01 * max(a.steps, b.steps)
-    if one_machine(a, b) and (a.cpu_minutes is None or b.cpu_minutes is None):
+    same = one_machine(a, b)
+    if same and (a.cpu_minutes is None or b.cpu_minutes is None):
         return text + " (wall clock)"
-    if one_machine(a, b) and abs(a.cpu_minutes - b.cpu_minutes) <= 0.02 * max(a.cpu_minutes, b.cpu_minutes):
+    if same and abs(a.cpu_minutes - b.cpu_minutes) <= 0.02 * max(a.cpu_minutes, b.cpu_minutes):
         return text
-    if equal_steps:
-        return text + f" (equal steps{'' if one_machine(a, b) else ', other machines'})"
-    return f"– ({a.steps:,} and {b.steps:,} steps{'' if one_machine(a, b) else ', other machines'})"
+    where = "" if same else ", other machines"
+    if abs(a.steps - b.steps) <= 0.01 * max(a.steps, b.steps):
+        return text + f" (equal steps{where})"
+    return f"– ({a.steps:,} and {b.steps:,} steps{where})"
 
 
 def comparisons(runs: list[Run]) -> list[str]:

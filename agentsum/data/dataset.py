@@ -238,8 +238,6 @@ def _permutation(n: int, bits: np.random.BitGenerator) -> np.ndarray:
     replaced by its index, so no two keys are equal and any sort gives the one order: the default
     quicksort, 3x faster than a stable sort here, and draws equal in their high bits keep index order.
     """
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
     width = max(n - 1, 1).bit_length()
     keys = (bits.random_raw(n) >> np.uint64(width) << np.uint64(width)) | np.arange(n, dtype=np.uint64)
     return np.argsort(keys)

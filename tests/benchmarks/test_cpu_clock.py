@@ -30,3 +30,13 @@ def test_a_process_is_stopped_with_sigterm_once_it_has_had_its_cpu_budget(tmp_pa
         assert all(a["cpu_s"] <= b["cpu_s"] for a, b in zip(samples, samples[1:]))
     finally:
         busy.kill()
+
+
+def test_the_machine_is_named_by_its_boot_id_cpu_and_cores():
+    import os
+
+    info = cpu_clock.machine()
+    assert info["cores"] == os.cpu_count() and info["cpu"]
+    assert info == cpu_clock.machine()  # one machine, one answer: what claim_table.py groups runs by
+    if os.path.exists("/proc/sys/kernel/random/boot_id"):
+        assert len(info["boot_id"]) == 36
