@@ -15,6 +15,7 @@ then, in one run, measures for each:
 
     python benchmarks/bench_data_scale.py                  # everything (about an hour on 2 cores)
     python benchmarks/bench_data_scale.py --only cnndm     # one corpus
+    python benchmarks/bench_data_scale.py --only evaluate  # evaluate's memory alone
     python benchmarks/bench_data_scale.py --merge A/data_scale.json B/data_scale.json  # runs put together
 Results: benchmarks/results/data_scale.{json,md}. Corpora and stores go to --work (not in git).
 """
@@ -144,6 +145,7 @@ class Watch:
 def run(cmd: list[str], log: Path, env: dict | None = None) -> dict:
     """Run a command, watching its memory; returns wall seconds, start time and per-process peaks."""
     started_wall, started = time.time(), time.perf_counter()
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
                                 env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
@@ -295,6 +297,10 @@ def measure_format(store_path: Path, work: Path, batches: int = 200, batch_size:
             "note": "memmap holds the article ids only (no agent lengths, summaries, ids or references)"}
 
 
+#: Documents that ``agentsum evaluate`` reads: a thousand, and as many as the CNN/DailyMail test split.
+EVALUATE_SIZES = [1_000, 11_490]
+
+
 def measure_evaluate(corpus: Path, sizes: list[int], work: Path) -> dict:
     """Peak RSS of ``agentsum evaluate`` (the shipped model, greedy, 8 tokens: the reading and
     preparing is what grows with the corpus) on the first N documents."""
@@ -391,7 +397,8 @@ def report(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default="/tmp/agentsum-scale", help="corpora, stores and runs (not in git)")
-    parser.add_argument("--only", choices=("cnndm", "lcsts"), help="one corpus")
+    parser.add_argument("--only", choices=("cnndm", "lcsts", "evaluate"),
+                        help="one corpus, or only evaluate's memory (on the first 11,490 CNN/DailyMail-like articles)")
     parser.add_argument("--cnndm", type=int, default=287_227)
     parser.add_argument("--lcsts", type=int, default=2_400_000)
     parser.add_argument("--no-evaluate", action="store_true", help="skip evaluate's memory (11,490 decodes)")
@@ -407,6 +414,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
                "load": round(os.getloadavg()[0], 2), "commit": commit(), "corpora": [], "out": args.results}
+    if args.only == "evaluate":
+        corpus = work / f"cnndm-{EVALUATE_SIZES[-1]}.jsonl"
+        if not corpus.exists():
+            build_cnndm(corpus, EVALUATE_SIZES[-1])
+        results["evaluate"] = measure_evaluate(corpus, EVALUATE_SIZES, work)
+        save(results)
     if args.only in (None, "cnndm"):
         corpus = work / f"cnndm-{args.cnndm}.jsonl"
         if not corpus.exists():
@@ -424,7 +437,7 @@ def main() -> None:
         results["step_ms"] = train_step_ms("m6", str(corpus), store, work, 50_000)
         save(results)
         if not args.no_evaluate:
-            results["evaluate"] = measure_evaluate(corpus, [1_000, 11_490], work)
+            results["evaluate"] = measure_evaluate(corpus, EVALUATE_SIZES, work)
             save(results)
     if args.only in (None, "lcsts"):
         corpus = work / f"lcsts-{args.lcsts}.jsonl"
