@@ -453,9 +453,15 @@ def main() -> None:
 
 
 def machine() -> str:
-    """Cores and CPU model: the same code prepares and trains at other rates on other machines."""
+    """Cores, CPU model, AVX-512 and boot id: the same code prepares and trains at other rates on
+    other machines, and a CPU model name alone ("AMD EPYC") does not tell them apart."""
     info = cpu_clock.machine()
-    return f"{info['cores']} cores ({info['cpu']})"
+    traits = [info["cpu"]]
+    if info.get("avx512") is not None:
+        traits.append("AVX-512" if info["avx512"] else "no AVX-512")
+    if info.get("boot_id"):
+        traits.append(f"boot {info['boot_id'][:8]}")
+    return f"{info['cores']} cores ({', '.join(traits)})"
 
 
 def commit() -> str | None:

@@ -52,7 +52,8 @@ def cpu_at(samples: list[dict], when: float) -> float:
 
 
 def machine() -> dict:
-    """Which machine measured a run: its boot id (one per machine here), CPU model and cores. CPU
+    """Which machine measured a run: its boot id (one per machine here), CPU model, cores and whether
+    it has AVX-512 (two machines here both say "AMD EPYC", and only one has it). CPU
     seconds are comparable only on one machine: the same model trains at 15 steps per CPU minute on
     one and 33 on another."""
     def read(path: str) -> str | None:
@@ -63,8 +64,9 @@ def machine() -> dict:
     cpuinfo = read("/proc/cpuinfo") or ""
     model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
                  platform.processor() or "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
     return {"boot_id": (read("/proc/sys/kernel/random/boot_id") or "").strip() or None, "cpu": model,
-            "cores": os.cpu_count()}
+            "cores": os.cpu_count(), "avx512": "avx512f" in flags if flags else None}
 
 
 def main(argv: list[str] | None = None) -> int:

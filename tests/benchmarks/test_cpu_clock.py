@@ -40,3 +40,6 @@ def test_the_machine_is_named_by_its_boot_id_cpu_and_cores():
     assert info == cpu_clock.machine()  # one machine, one answer: what claim_table.py groups runs by
     if os.path.exists("/proc/sys/kernel/random/boot_id"):
         assert len(info["boot_id"]) == 36
+    if os.path.exists("/proc/cpuinfo"):  # two machines here share the model name; AVX-512 tells them apart
+        flags = [line for line in open("/proc/cpuinfo") if line.startswith("flags")]
+        assert info["avx512"] is (("avx512f" in flags[0].split()) if flags else None)
