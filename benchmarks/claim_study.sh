@@ -17,7 +17,8 @@
 # Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
 # machine here, m6 with agent_state: ends 32.9 on another): each run's machine (boot id, CPU model) is saved beside its
 # scores, and benchmarks/claim_table.py compares runs of different machines at equal steps only,
-# which STEPS gives.
+# which STEPS gives. Each run's batch order (order.json; runs without one shuffled with
+# random.shuffle) is saved too: runs of one seed under different orders did not see the same batches.
 #
 # A reading names a preset and the changes on top of it:
 #   m1            CORPUS-m1 as printed         m6            CORPUS-m6 as printed (Table 6 split)
@@ -86,6 +87,8 @@ for name in "$A" "$B"; do
   cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
   python -c 'import json, sys; sys.path.insert(0, "benchmarks"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
       > "$OUT/$(basename "$run")/machine.json"
+  python -c 'import json; from agentsum.data.dataset import EPOCH_ORDER; print(json.dumps({"epoch_order": EPOCH_ORDER}))' \
+      > "$OUT/$(basename "$run")/order.json"
   python benchmarks/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
 done

@@ -17,8 +17,10 @@ of this workplace, and m6 with ``agent_state: ends`` 32.9 on another. So ROUGE a
 are given only for runs of one machine (the same boot id in their ``machine.json``, or, for runs
 without one, started within ``SIDE_BY_SIDE_S`` of each other). Runs are compared at equal steps
 when their step counts agree within 1% (``STEPS=N bash benchmarks/claim_study.sh ...`` stops a run
-at a step), and not at all otherwise. A reading run again on another machine is kept as
-``CORPUS-READING-sSEED-rN``.
+at a step), and not at all otherwise. A comparison of runs whose batch orders differ (``order.json``;
+runs without one were shuffled with ``random.shuffle``, the order before ``pcg64-sort``) says so:
+the seed then fixes the initial weights but not the batches. A reading run again on another machine
+is kept as ``CORPUS-READING-sSEED-rN``.
 
     python benchmarks/claim_table.py [--corpus cnndm|samsum] [--dir DIR]
 """
@@ -38,6 +40,8 @@ CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent
 RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)(?:-r(\d+))?$")
 #: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
 REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
+#: The batch order of runs saved without an order.json (before agentsum.data.dataset.EPOCH_ORDER).
+LEGACY_ORDER = "random.shuffle"
 #: Runs started this close together were trained side by side, on one machine.
 SIDE_BY_SIDE_S = 20 * 60
 
@@ -57,6 +61,7 @@ class Run:
     doubled: float | None = None
     started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
     machine: str | None = None  # the boot id of the machine that trained it
+    order: str = LEGACY_ORDER  # the batch order of its epochs (agentsum.data.dataset.EPOCH_ORDER)
     repeat: int = 1
 
     @property
@@ -95,6 +100,8 @@ def load_run(directory: Path) -> Run | None:
               repeat=int(match.group(5) or 1))
     if (directory / "machine.json").exists():
         run.machine = json.loads((directory / "machine.json").read_text())["boot_id"]
+    if (directory / "order.json").exists():
+        run.order = json.loads((directory / "order.json").read_text())["epoch_order"]
     records = read_jsonl(directory / "metrics.jsonl")
     run.valid = {r["step"]: r["valid_nll"] for r in records if "valid_nll" in r}
     train = [r for r in records if "tokens_per_s" in r]
@@ -154,7 +161,9 @@ def nll_gap(a: Run, b: Run) -> str:
     if not common:
         return "–"
     gaps = [b.valid[s] - a.valid[s] for s in common]
-    return f"{min(gaps):+.3f} to {max(gaps):+.3f} ({len(common)} validation{'s' if len(common) > 1 else ''}, to step {common[-1]})"
+    orders = "" if a.order == b.order else "; other batch orders"
+    return (f"{min(gaps):+.3f} to {max(gaps):+.3f} ({len(common)} validation{'s' if len(common) > 1 else ''}, "
+            f"to step {common[-1]}{orders})")
 
 
 def one_machine(a: Run, b: Run) -> bool:
@@ -170,11 +179,12 @@ def rouge_gap(a: Run, b: Run) -> str:
         return "–"
     text = " / ".join(f"{y - x:+.2f}" for x, y in zip(a.rouge, b.rouge))
     same = one_machine(a, b)
+    orders = "" if a.order == b.order else ", other batch orders"
     if same and (a.cpu_minutes is None or b.cpu_minutes is None):
-        return text + " (wall clock)"
+        return text + f" (wall clock{orders})"
     if same and abs(a.cpu_minutes - b.cpu_minutes) <= 0.02 * max(a.cpu_minutes, b.cpu_minutes):
-        return text
-    where = "" if same else ", other machines"
+        return text + (f" ({orders[2:]})" if orders else "")
+    where = ("" if same else ", other machines") + orders
     if abs(a.steps - b.steps) <= 0.01 * max(a.steps, b.steps):
         return text + f" (equal steps{where})"
     return f"– ({a.steps:,} and {b.steps:,} steps{where})"

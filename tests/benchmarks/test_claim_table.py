@@ -102,3 +102,22 @@ def test_runs_of_other_machines_are_compared_at_equal_steps_only(tmp_path):
     assert rows["m6 (run 2) / m6-whole"].endswith("| +3.00 / +0.00 / +0.00 | 0.96x |")  # one machine, equal time
     assert claim_table.machine_labels(runs) == {"cnndm-m6-s1": "A", "cnndm-m6-ends-s1": "B",
                                                 "cnndm-m6-whole-s1": "B", "cnndm-m6-s1-r2": "B"}
+
+
+def test_runs_of_other_batch_orders_say_so(tmp_path):
+    # one seed fixes the batches only under one epoch order; runs without order.json are the old one
+    runs = []
+    for name, order, nll, r1 in [("cnndm-m6-s1", None, 5.0, 24.0), ("cnndm-m6-if-s1", "pcg64-sort", 4.9, 25.0),
+                                 ("cnndm-m6-whole-s1", None, 4.8, 26.0)]:
+        run = write_run(tmp_path, name, {200: nll, 961: nll - 0.1}, rouge=(r1, 5.0, 20.0), cpu_s=3900.0,
+                        machine="boot-" + name)
+        if order:
+            (run / "order.json").write_text(json.dumps({"epoch_order": order}))
+        runs.append(claim_table.load_run(run))
+    assert [r.order for r in runs] == ["random.shuffle", "pcg64-sort", "random.shuffle"]
+    rows = {line.split(" | ")[3]: line for line in claim_table.comparisons(runs) if line.startswith("| input")
+            or line.startswith("| whole")}
+    assert rows["m6-if"].endswith("| -0.100 to -0.100 (2 validations, to step 961; other batch orders) "
+                                  "| +1.00 / +0.00 / +0.00 (equal steps, other machines, other batch orders) | – |")
+    assert rows["m6-whole"].endswith("| -0.200 to -0.200 (2 validations, to step 961) "
+                                     "| +2.00 / +0.00 / +0.00 (equal steps, other machines) | – |")
