@@ -41,7 +41,7 @@ RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)(?:-r(\d+)
 #: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
 REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
 #: The batch order of runs saved without an order.json (before agentsum.data.dataset.EPOCH_ORDER).
-LEGACY_ORDER = "random.shuffle"
+LEGACY_ORDER = "random.shuffle"  # agentsum.data.dataset.LEGACY_EPOCH_ORDER
 #: Runs started this close together were trained side by side, on one machine.
 SIDE_BY_SIDE_S = 20 * 60
 

@@ -209,6 +209,8 @@ def to_batch(docs: Sequence[Document], vocab: Vocabulary, with_targets: bool = T
 #: The algorithm behind :func:`epoch_order`, recorded beside benchmark runs: two runs of one seed see
 #: the same batches only under the same order ("random.shuffle" before "pcg64-sort").
 EPOCH_ORDER = "pcg64-sort"
+#: The order before it, which checkpoints without an ``epoch_order`` were trained with.
+LEGACY_EPOCH_ORDER = "random.shuffle"
 
 
 def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int, window: int = 50) -> list[list[int]]:

@@ -25,8 +25,8 @@ import yaml
 
 from agentsum.config import Config, ConfigError
 from agentsum.data.batch import Batch, round_up
-from agentsum.data.dataset import (DataConfig, DataSource, Document, document_lengths, iterate_global_batches,
-                                   load_documents, sorted_batches, to_batch)
+from agentsum.data.dataset import (EPOCH_ORDER, LEGACY_EPOCH_ORDER, DataConfig, DataSource, Document,
+                                   document_lengths, iterate_global_batches, load_documents, sorted_batches, to_batch)
 from agentsum.data.store import CorpusStore, open_or_prepare, store_root
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.search import SearchConfig
@@ -248,6 +248,11 @@ class Trainer:
                 if rng is not None:
                     seeding.set_rng_state(rng, self.ctx.device)
                 self._log(f"resumed from {resume} at step {self.step}")
+                saved_order = previous.get("epoch_order", LEGACY_EPOCH_ORDER)
+                if saved_order != EPOCH_ORDER:
+                    self._log(f"warning: {resume} was trained with the epoch order {saved_order!r} and this "
+                              f"version orders batches with {EPOCH_ORDER!r}: training goes on, but from step "
+                              f"{self.step} on it sees other batches than the run that saved it would have")
             else:
                 self._log(f"initialised weights from {init_from}")
         elif train_config.embeddings:
@@ -305,6 +310,7 @@ class Trainer:
             "selection": {"metric": self.selection, "best": self.best},
             "rng": rng,
             "format": CHECKPOINT_FORMAT,
+            "epoch_order": EPOCH_ORDER,
         }
         if rng_ranks is not None:
             state["rng_ranks"] = rng_ranks

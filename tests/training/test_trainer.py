@@ -377,3 +377,21 @@ def test_sigterm_saves_last_checkpoint_and_resume_goes_on_from_it(tmp_path):
     assert resumed.step == state["step"]
     resumed.run()
     assert read_checkpoint(run_dir / "checkpoints" / "last.pt")["step"] == state["step"] + 2
+
+
+def test_resuming_a_checkpoint_of_another_epoch_order_warns_that_the_batches_differ(tmp_path, capsys):
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(24))
+    Trainer(tiny_config(tmp_path, corpus, **{"train.max_steps": 2, "train.valid_every": 2})).run()
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+    state = read_checkpoint(last)
+    assert state["epoch_order"] == "pcg64-sort"
+    capsys.readouterr()
+    Trainer(tiny_config(tmp_path, corpus, **{"train.max_steps": 3}), resume=str(last))
+    assert "epoch order" not in capsys.readouterr().err
+    del state["epoch_order"]  # as saved before the order was recorded
+    old = tmp_path / "old.pt"
+    torch.save(state, old)
+    resumed = Trainer(tiny_config(tmp_path, corpus, **{"train.max_steps": 3}), resume=str(old))
+    assert resumed.step == 2
+    err = capsys.readouterr().err
+    assert "trained with the epoch order 'random.shuffle'" in err and "'pcg64-sort'" in err
