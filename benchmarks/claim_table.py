@@ -140,7 +140,8 @@ def runs_table(runs: list[Run]) -> list[str]:
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
         tok = f"{r.tokens_per_cpu_s:,.0f}" if r.tokens_per_cpu_s else "–"
         doubled = f"{r.doubled:.1f}%" if r.doubled is not None else "–"
-        lines.append(f"| {r.label} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
+        again = f" (run {r.repeat})" if r.repeat > 1 else ""
+        lines.append(f"| {r.label}{again} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
     return lines
 
 
