@@ -35,13 +35,14 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# the batch order of runs saved without an order.json
+from agentsum.data.dataset import LEGACY_EPOCH_ORDER
+
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
 CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends"}
 RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)(?:-r(\d+))?$")
 #: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
 REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
-#: The batch order of runs saved without an order.json (before agentsum.data.dataset.EPOCH_ORDER).
-LEGACY_ORDER = "random.shuffle"  # agentsum.data.dataset.LEGACY_EPOCH_ORDER
 #: Runs started this close together were trained side by side, on one machine.
 SIDE_BY_SIDE_S = 20 * 60
 
@@ -61,7 +62,7 @@ class Run:
     doubled: float | None = None
     started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
     machine: str | None = None  # the boot id of the machine that trained it
-    order: str = LEGACY_ORDER  # the batch order of its epochs (agentsum.data.dataset.EPOCH_ORDER)
+    order: str = LEGACY_EPOCH_ORDER  # the batch order of its epochs (agentsum.data.dataset.EPOCH_ORDER)
     repeat: int = 1
 
     @property
