@@ -214,20 +214,24 @@ def comparisons(runs: list[Run]) -> list[str]:
 
 
 def seed_summary(runs: list[Run]) -> list[str]:
-    lines = ["| reading | seeds | R-1 mean (spread) | R-2 mean (spread) | R-L mean (spread) |", "|---|---|---|---|---|"]
-    readings: dict[str, list[Run]] = {}
+    """Mean and spread over the seeds of each reading that has two or more scored seeds, one row per
+    batch order: a seed gives the same batches only under one order, so runs of other orders are
+    not pooled."""
+    lines = ["| reading | batch order | seeds | R-1 mean (spread) | R-2 mean (spread) | R-L mean (spread) |",
+             "|---|---|---|---|---|---|"]
+    readings: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
         if r.rouge:
-            readings.setdefault(r.reading, []).append(r)
-    for reading, group in sorted(readings.items()):
+            readings.setdefault((r.reading, r.order), []).append(r)
+    for (reading, order), group in sorted(readings.items()):
         if len(group) < 2:
             continue
         cells = []
         for k in range(3):
             values = [r.rouge[k] for r in group]
             cells.append(f"{statistics.mean(values):.2f} ({max(values) - min(values):.2f})")
-        lines.append(f"| {group[0].label} | {', '.join(str(r.seed) for r in sorted(group, key=lambda r: r.seed))} | "
-                     + " | ".join(cells) + " |")
+        seeds = ", ".join(str(r.seed) for r in sorted(group, key=lambda r: r.seed))
+        lines.append(f"| {group[0].label} | {order} | {seeds} | " + " | ".join(cells) + " |")
     return lines
 
 

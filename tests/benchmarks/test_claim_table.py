@@ -59,7 +59,21 @@ def test_the_seed_summary_gives_mean_and_spread_of_readings_with_two_seeds(tmp_p
             for seed, rouge in [(1, (24.0, 5.0, 22.0)), (2, (25.0, 6.0, 22.5))]]
     runs.append(claim_table.load_run(write_run(tmp_path, "cnndm-m6-s1", {200: 5.0}, rouge=(1.0, 1.0, 1.0))))
     lines = claim_table.seed_summary(runs)
-    assert lines[2:] == ["| `cnndm-m1` | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
+    assert lines[2:] == ["| `cnndm-m1` | random.shuffle | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
+
+
+def test_the_seed_summary_keeps_runs_of_other_batch_orders_apart(tmp_path):
+    # the same reading run again under the newer order is its own row, not pooled with the old runs
+    runs = []
+    for name, order, r1 in [("cnndm-m6-s1", None, 24.0), ("cnndm-m6-s2", None, 26.0),
+                            ("cnndm-m6-s1-r2", "pcg64-sort", 27.0), ("cnndm-m6-s2-r2", "pcg64-sort", 28.0)]:
+        run = write_run(tmp_path, name, {200: 5.0}, rouge=(r1, 5.0, 20.0))
+        if order:
+            (run / "order.json").write_text(json.dumps({"epoch_order": order}))
+        runs.append(claim_table.load_run(run))
+    assert claim_table.seed_summary(runs)[2:] == [
+        "| `cnndm-m6` | pcg64-sort | 1, 2 | 27.50 (1.00) | 5.00 (0.00) | 20.00 (0.00) |",
+        "| `cnndm-m6` | random.shuffle | 1, 2 | 25.00 (2.00) | 5.00 (0.00) | 20.00 (0.00) |"]
 
 
 def test_samsum_runs_are_read_on_all_their_rows_and_tabled_at_their_validation_interval(tmp_path):
