@@ -4,8 +4,9 @@ Endpoints (JSON; errors are ``{"error": message}``, validation errors add ``erro
 
 * ``POST /v1/summarize``: ``{"text": str}`` or ``{"texts": [str, ...]}`` plus optional ``beam_size``,
   ``max_length``, ``min_length``, ``block_trigrams`` and ``attention``; returns one summary per text.
-* ``GET /v1/model``: configuration, vocabulary size, training step, validation selection, parameter
-  count, the device the model runs on, limits and batching counters.
+* ``GET /v1/model``: configuration, vocabulary size, training step, the validation score the checkpoint
+  was selected by (named for what it is: :func:`describe_selection`), parameter count, the device the
+  model runs on, limits and batching counters.
 * ``GET /health``: ``{"status": "ok"}``.
 * ``GET /openapi.json``: the OpenAPI schema. ``/docs`` is a plain offline page listing the endpoints
   (:mod:`agentsum.serve.page`).
@@ -150,6 +151,44 @@ class BodyLimitMiddleware:
 
 def _finite(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def describe_selection(selection: dict, config, averaged: dict | None = None) -> dict:
+    """The checkpoint's model-selection score, named for what it is: ``metric`` and ``value`` as the
+    trainer recorded them (the best validation value of the run), a short ``label`` for the page's
+    header and a ``description`` saying how it was measured. It is not a test score: ROUGE-L here is
+    rougeLsum of greedy summaries of the first ``train.valid_rouge_docs`` validation documents, where
+    ``agentsum evaluate`` decodes with the checkpoint's search (beam) on the data it is given."""
+    metric, value = selection.get("metric"), _finite(selection.get("best"))
+    out = {"metric": metric, "value": value, "label": None, "description": None}
+    if metric is None or value is None:
+        return out
+    unit = "dialogues" if config.data.dialogue else "documents"
+    if metric == "valid_rougeL":
+        valid = config.data.valid
+        start = getattr(valid, "start", None) or 0
+        end = getattr(valid, "end", None)
+        count = config.train.valid_rouge_docs if end is None else min(config.train.valid_rouge_docs, end - start)
+        out["label"] = f"selection: greedy ROUGE-L {value:.1f} on {count} validation {unit} during training"
+        description = (f"The checkpoint's model-selection score: ROUGE-L F1 (rougeLsum) of greedy summaries of the "
+                       f"first {count} validation {unit} (rows {start}-{start + count - 1}, or all of a smaller "
+                       f"validation set), the best value the training run reached. Not a test score: "
+                       f"`agentsum evaluate` decodes with the model's beam search on the data it is given.")
+    elif metric == "valid_nll":
+        out["label"] = f"selection: validation NLL {value:.3f} per token during training"
+        description = (f"The checkpoint's model-selection score: the lowest negative log-likelihood per summary "
+                       f"token on the validation {unit} that the training run reached (lower is better).")
+    else:
+        out["label"] = f"selection: {metric} {value:.3f} during training"
+        description = f"The checkpoint's model-selection score ({metric}), the best the training run reached."
+    if averaged and averaged.get("steps"):
+        # `agentsum average` keeps the first file's metadata: its best value so far
+        steps = averaged["steps"]
+        description += (f" These weights are the mean of the checkpoints at steps {', '.join(map(str, steps))}: "
+                        f"the score is the one recorded in the first of them (the run's best up to step "
+                        f"{steps[0]}), not measured on the mean.")
+    out["description"] = description
+    return out
 
 
 def _public_config(config) -> dict:
@@ -312,7 +351,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             "dialogue": config.data.dialogue,
             "vocab_size": len(served.summarizer.vocab),
             "step": served.step,
-            "selection": {"metric": served.selection.get("metric"), "value": _finite(served.selection.get("best"))},
+            "selection": describe_selection(served.selection, config, served.summarizer.metadata.get("averaged")),
             "parameters": served.parameters,
             "device": str(served.summarizer.device),
             "search_defaults": dataclasses.asdict(config.search),

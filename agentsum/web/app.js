@@ -95,11 +95,14 @@
       $("#article").placeholder = state.dialogue ? PLACEHOLDER.dialogue : PLACEHOLDER.news;
       $('label[for="article"]').textContent = state.dialogue ? "Paste a chat" : "Paste an article";
       $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
-      const sel = m.selection && m.selection.metric && m.selection.value !== null
-        ? ` · ${m.selection.metric} ${Number(m.selection.value).toFixed(3)}` : "";
+      // The score the checkpoint was selected by during training, named by the server for what it is
+      // (greedy ROUGE-L on a validation sample, or validation NLL): not a test score.
+      const selection = m.selection && m.selection.label ? m.selection : null;
       info.textContent = `${m.model_type.toUpperCase()} · ${m.agents} agent${m.agents === 1 ? "" : "s"} · ` +
-        `vocabulary ${m.vocab_size.toLocaleString()} · step ${m.step ?? "?"}${sel}`;
-      info.title = `${m.checkpoint}: ${m.parameters.toLocaleString()} parameters`;
+        `vocabulary ${m.vocab_size.toLocaleString()} · step ${m.step ?? "?"}` +
+        (selection ? ` · ${selection.label}` : "");
+      info.title = `${m.checkpoint}: ${m.parameters.toLocaleString()} parameters.` +
+        (selection ? ` ${selection.description}` : "");
       $("#beam").placeholder = m.search_defaults.beam_size;
       $("#min-length").placeholder = m.search_defaults.min_length;
       $("#max-length").placeholder = m.search_defaults.max_length;

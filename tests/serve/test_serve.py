@@ -12,6 +12,8 @@ import pytest
 import torch
 from conftest import synthetic_rows
 
+from agentsum.data.dataset import DataSource
+
 MAX_TEXTS = 8
 MAX_BODY = 200_000
 
@@ -265,7 +267,10 @@ def test_model_info(client, tiny_run):
     info = client.get("/v1/model").json()
     state = torch.load(tiny_run["checkpoint"], map_location="cpu", weights_only=True)
     assert info["step"] == state["step"] == 30
-    assert info["selection"] == {"metric": state["selection"]["metric"], "value": state["selection"]["best"]}
+    selection = info["selection"]
+    assert (selection["metric"], selection["value"]) == (state["selection"]["metric"], state["selection"]["best"])
+    assert selection["label"] == f"selection: validation NLL {state['selection']['best']:.3f} per token during training"
+    assert "lowest negative log-likelihood per summary token" in selection["description"]
     assert info["vocab_size"] == len(state["vocab"])
     assert info["parameters"] == sum(t.numel() for t in state["model"].values())
     assert info["device"] == "cpu"  # the client fixture asks for the CPU
@@ -275,6 +280,40 @@ def test_model_info(client, tiny_run):
     assert info["search_defaults"]["beam_size"] == 3
     assert info["limits"]["max_texts"] == MAX_TEXTS and info["limits"]["max_body_bytes"] == MAX_BODY
     assert {"batches", "documents", "requests", "largest_batch"} <= set(info["batching"])
+
+
+def _selection_config(dialogue: bool, valid: dict | None, valid_rouge_docs: int = 100):
+    from agentsum.config import Config
+
+    config = Config()
+    config.data.dialogue = dialogue
+    config.data.valid = None if valid is None else DataSource(**valid)
+    config.train.valid_rouge_docs = valid_rouge_docs
+    return config
+
+
+def test_the_selection_score_is_named_for_what_it_measures():
+    """A ROUGE-L selection score is greedy rougeLsum on a validation sample during training, not the
+    beam-search ROUGE of `agentsum evaluate`: the label and description say so, with the sample's size."""
+    from agentsum.serve.app import describe_selection
+
+    rouge = {"metric": "valid_rougeL", "best": 36.117228}
+    shipped_like = describe_selection(rouge, _selection_config(True, {"path": "valid.jsonl"}, 200),
+                                      {"steps": [200, 300, 400]})
+    assert shipped_like["value"] == 36.117228 and shipped_like["metric"] == "valid_rougeL"
+    assert shipped_like["label"] == "selection: greedy ROUGE-L 36.1 on 200 validation dialogues during training"
+    assert "(rougeLsum) of greedy summaries of the first 200 validation dialogues (rows 0-199" in \
+        shipped_like["description"]
+    assert "mean of the checkpoints at steps 200, 300, 400: the score is the one recorded in the first of them" \
+        in shipped_like["description"]
+    # a validation range smaller than train.valid_rouge_docs: only its rows were decoded
+    ranged = describe_selection(rouge, _selection_config(False, {"path": "v.jsonl", "start": 50, "end": 80}))
+    assert ranged["label"] == "selection: greedy ROUGE-L 36.1 on 30 validation documents during training"
+    assert "(rows 50-79" in ranged["description"] and "mean of" not in ranged["description"]
+    nll = describe_selection({"metric": "valid_nll", "best": 2.71828}, _selection_config(False, None))
+    assert nll["label"] == "selection: validation NLL 2.718 per token during training"
+    for missing in ({}, {"metric": "valid_nll", "best": None}, {"metric": "valid_nll", "best": float("nan")}):
+        assert describe_selection(missing, _selection_config(False, None))["label"] is None
 
 
 def test_openapi_schema_and_offline_docs(client):

@@ -204,7 +204,8 @@ def dialogue_server():
 def test_page_fits_a_dialogue_model_and_shows_one_utterance_per_line(dialogue_server, driver):
     """For a dialogue model the page asks for a chat and offers one as its example; the source panel
     shows each utterance on its own line as written (speaker first, no space before punctuation, no
-    split clitics), and the header counts one agent in the singular."""
+    split clitics), and the header counts one agent in the singular and names its score as the
+    selection score of training."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -214,6 +215,11 @@ def test_page_fits_a_dialogue_model_and_shows_one_utterance_per_line(dialogue_se
     wait.until(lambda d: "agent" in d.find_element(By.ID, "model-info").text)
     info = driver.find_element(By.ID, "model-info").text
     assert "· 1 agent ·" in info and "agents" not in info
+    # the header names its score for what it is: the selection score of training, not a test ROUGE
+    assert info.endswith("· selection: greedy ROUGE-L 36.1 on 200 validation dialogues during training"), info
+    assert "valid_rougeL" not in info
+    title = driver.find_element(By.ID, "model-info").get_attribute("title")
+    assert "greedy summaries of the first 200 validation dialogues" in title and "Not a test score" in title
     article = driver.find_element(By.ID, "article")
     assert "chat" in article.get_attribute("placeholder") and "news" not in article.get_attribute("placeholder")
     driver.find_element(By.ID, "example").click()
