@@ -30,7 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one config key, e.g. --set train.max_minutes=10 (repeatable)")
     p.add_argument("--run-dir", help="output directory (overrides train.run_dir)")
-    p.add_argument("--resume", metavar="CKPT", help="continue a run from its checkpoint (model, optimizer, step, RNG)")
+    p.add_argument("--resume", metavar="CKPT|auto",
+                   help="continue a run from its checkpoint (model, optimizer, step, RNG); auto: from "
+                        "RUN_DIR/checkpoints/last.pt where it exists, else start fresh (what a torchrun restart "
+                        "or a requeued cluster job needs; also train.resume: auto)")
     p.add_argument("--init-from", metavar="CKPT", help="start from these weights and vocabulary, fresh optimizer")
 
     p = sub.add_parser("prepare", help="tokenize a config's corpora once into memory-mapped stores",
@@ -123,7 +126,7 @@ def cmd_train(args) -> int:
     from agentsum.training.trainer import train
 
     config = _run_config(args, **{"train.threads": args.threads})
-    best = train(config, resume=args.resume, init_from=args.init_from)
+    best = train(config, resume=args.resume or config.train.resume, init_from=args.init_from)
     print(best)
     return 0
 

@@ -80,6 +80,12 @@ class TrainConfig:
     # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
     rl_decode_dropout: bool = False
     init_from: str | None = None  # start from this checkpoint's weights and vocabulary (RL after MLE)
+    # continue from this checkpoint (as --resume); auto: RUN_DIR/checkpoints/last.pt where it exists,
+    # else start fresh, so that a torchrun restart or a requeued cluster job goes on by itself
+    resume: str | None = None
+    # also write last.pt every this many minutes of training, between validations (0 or null: only at
+    # validation and on a stop signal); all processes agree on when through the step count
+    save_every_minutes: float | None = 10
     valid_rouge_docs: int = 100  # validation documents decoded (greedy) for ROUGE-L model selection
     batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
     accumulate: int = 1  # micro-batches per optimizer step (gradient accumulation)

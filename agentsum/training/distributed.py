@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from torch.distributed.rendezvous import rendezvous
 
 from agentsum.devices import choose_device
 
@@ -76,9 +77,27 @@ def setup(device_preference: str = "auto", timeout_minutes: float = 60) -> DistC
     if world > 1 and not dist.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo",
-                                timeout=timedelta(minutes=timeout_minutes))
+        timeout = timedelta(minutes=timeout_minutes)
+        store, rank, world = next(rendezvous("env://", rank, world, timeout=timeout))
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo", store=restart_store(store),
+                                rank=rank, world_size=world, timeout=timeout)
     return DistContext(rank, world, local_rank, device)
+
+
+def restart_store(store: dist.Store) -> dist.Store:
+    """The rendezvous store seen through a prefix of torchrun's restart round.
+
+    torchrun's default (static) rendezvous keeps one key-value store for the whole job, and a
+    restarted worker group meets in it again. The process group's keys are the same in every round
+    (gloo's ``default_pg/0//cpu//0``, NCCL's unique id), so the restarted processes read the
+    addresses the dead round wrote there and try to connect to processes that no longer exist:
+    gloo's ``connectFullMesh failed ... Connection refused``, or a wait until the collective times
+    out. A prefix per round (``TORCHELASTIC_RESTART_COUNT``, which torchrun sets alike in every process
+    of a round) gives each round keys of its own. With ``--rdzv-backend c10d`` each round has a new
+    store anyway, and the prefix changes nothing.
+    """
+    restarts = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"agentsum/round-{restarts}", store)
 
 
 def wrap(model: torch.nn.Module, ctx: DistContext) -> torch.nn.Module:

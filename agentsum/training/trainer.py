@@ -33,7 +33,7 @@ from agentsum.decoding.search import SearchConfig
 from agentsum.devices import check_bf16, copy_to, cpu_has_bf16, use_tf32
 from agentsum.models import build_model
 from agentsum.models.base import SummarizationModel
-from agentsum.training import distributed, seeding
+from agentsum.training import distributed, resuming, seeding
 from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
 from agentsum.training.monitor import TrainingMonitor, format_duration, log
 from agentsum.training.objectives import MLE, build_objective
@@ -167,8 +167,27 @@ class Trainer:
         use_tf32(self.ctx.device)
         self.run_dir = Path(train_config.run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
+        # the main process holds the run directory's lock until train() ends (a second job on it is
+        # refused, naming this one's host and pid); the kernel drops it when the process dies
+        self.lock = resuming.RunLock(self.run_dir).acquire() if self.ctx.is_main else None
+        try:
+            self._build(config, resume, init_from)
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+
+    def _build(self, config: Config, resume: str | None, init_from: str | None) -> None:
+        """The rest of ``__init__``, run under the run directory's lock: data, vocabulary, model,
+        optimizer and the checkpoint to start from."""
+        train_config = config.train
         if self.ctx.is_main:
             self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+            partial = list(self.ckpt_dir.glob("*.pt.*.tmp"))  # writes cut short by a kill: never a checkpoint
+            for path in partial:
+                path.unlink(missing_ok=True)
+            if partial:
+                self._log(f"removed {len(partial)} unfinished checkpoint write(s) of a killed run from {self.ckpt_dir}")
         if config.data.train is None:
             raise ConfigError("the configuration has no data.train corpus; give one with --set data.train=PATH")
         if train_config.batch_size % (self.ctx.world_size * train_config.accumulate):
@@ -192,11 +211,16 @@ class Trainer:
             raise ValueError(f"train.pad_multiple must be a positive integer or null, got {pad_multiple!r}")
         self.pad_multiple = pad_multiple or (8 if self.autocast else 1)
 
+        start = resuming.choose_start(resume, self.run_dir, config)
+        resume = start.checkpoint
+        self._log(start.message)
         init_from = None if resume else (init_from or train_config.init_from)
         if init_from and not Path(init_from).is_file():
             raise CheckpointError(f"train.init_from: {init_from} not found; RL presets start from an MLE model: "
                                   f"train it first (m3 from m1, m7 from m6) or pass --init-from CKPT")
         previous = read_checkpoint(resume or init_from) if (resume or init_from) else None  # fail fast
+        if self.ctx.enabled:
+            self._check_same_start(resume, previous)
 
         started = time.perf_counter()
         main = self.ctx.is_main
@@ -248,6 +272,9 @@ class Trainer:
                 if rng is not None:
                     seeding.set_rng_state(rng, self.ctx.device)
                 self._log(f"resumed from {resume} at step {self.step}")
+                changed = resuming.batch_size_warning(previous["config"], config, self.step, resume)
+                if changed:
+                    self._log(changed)
                 saved_order = previous.get("epoch_order", LEGACY_EPOCH_ORDER)
                 if saved_order != EPOCH_ORDER:
                     self._log(f"warning: {resume} was trained with the epoch order {saved_order!r} and this "
@@ -276,6 +303,32 @@ class Trainer:
     def _log(self, message: str) -> None:
         if self.ctx.is_main:
             log(message)
+
+    def _check_same_start(self, resume: str | None, previous: dict | None) -> None:
+        """Every process starts from the same checkpoint and step (or all fresh). A process that sees
+        another ``last.pt`` than the main one (nodes that do not share RUN_DIR) would train from other
+        weights and step: stop every process, naming the two."""
+        import socket
+
+        mine = (resume is not None, int(previous["step"]) if resume and previous else 0)
+        views = self.ctx.gather_objects((*mine, socket.gethostname(), resume))
+        first = views[0]
+        for rank, view in enumerate(views):
+            if view[:2] != first[:2]:
+                def said(v):
+                    return f"{v[3]} at step {v[1]}" if v[0] else "no checkpoint (fresh)"
+                raise ConfigError(f"the processes start from different checkpoints: rank 0 on {first[2]} from "
+                                  f"{said(first)}, rank {rank} on {view[2]} from {said(view)}. Every node must see "
+                                  f"the same RUN_DIR (a shared filesystem) for --resume to continue one run")
+
+    def save_last(self) -> None:
+        """Write ``last.pt`` between two steps, with every process's random generator states: one
+        collective (gathering them), then the main process writes and the others go on to the next
+        step. Called by every process after the same step."""
+        rng = seeding.rng_state(self.ctx.device)
+        rng_ranks = self.ctx.gather_objects(rng) if self.ctx.enabled else None
+        if self.ctx.is_main:
+            save_checkpoint(self._state(rng, rng_ranks), self.ckpt_dir / "last.pt")
 
     def _init_embeddings(self, spec: str) -> None:
         """Initialise the word embeddings from pretrained vectors (DCA: GloVe; LCSTS paper: word2vec)."""
@@ -379,12 +432,13 @@ class Trainer:
         return [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in self._host_micro_batches(indices)]
 
     def _train_step(self, indices: list[int], micro: list[MicroBatch], deadline: float | None = None,
-                    stop_requested: Callable[[], bool] = lambda: False) -> tuple[dict, int, bool, bool, bool]:
+                    stop_requested: Callable[[], bool] = lambda: False, save_at: float | None = None
+                    ) -> tuple[dict, int, bool, bool, bool, bool]:
         """Forward and backward over one global batch, from this process's micro-batches (on the
         device). Returns (the LOGGED statistics averaged over every process's documents or target
         tokens, tokens processed, whether every loss was finite, whether the main process's clock
         passed ``deadline``, whether any process was asked to stop, by ``stop_requested`` read after the
-        backward pass)."""
+        backward pass, whether the main process's clock passed ``save_at``)."""
         ctx = self.ctx
         local_tokens = sum(m.weight * m.target_tokens for m in micro)
         local_all = sum(m.weight * m.tokens for m in micro)
@@ -407,17 +461,19 @@ class Trainer:
                     share = m.weight * (m.batch.batch_size if key in PER_DOCUMENT else m.target_tokens)
                     sums[key] = sums.get(key, 0.0) + _device_scalar(stats[key], nonfinite) * share
         keys = sorted(sums)
-        late = deadline is not None and ctx.is_main and time.perf_counter() >= deadline
+        now = time.perf_counter()
+        late = deadline is not None and ctx.is_main and now >= deadline
+        save = save_at is not None and ctx.is_main and now >= save_at
         # one collective and one wait for the device per step: non-finite losses, the statistics to
-        # log, the minutes cap (the main process's clock decides) and a stop signal received by any
-        # process, so that all processes stop after the same step
-        packed = torch.stack([nonfinite, nonfinite.new_full((), float(late)),
+        # log, the minutes cap and the checkpoint clock (the main process's clock decides both) and a
+        # stop signal received by any process, so that all processes stop or save after the same step
+        packed = torch.stack([nonfinite, nonfinite.new_full((), float(late)), nonfinite.new_full((), float(save)),
                               nonfinite.new_full((), float(stop_requested())), *(sums[key] for key in keys)])
-        n_nonfinite, n_late, n_stop, *values = ctx.all_reduce_tensor(packed).tolist()
+        n_nonfinite, n_late, n_save, n_stop, *values = ctx.all_reduce_tensor(packed).tolist()
         documents = len(indices)  # the weight-0 stand-ins of empty shares count for nothing
         stats = {key: value / max(documents if key in PER_DOCUMENT else global_tokens, 1)
                  for key, value in zip(keys, values)}
-        return stats, int(global_all), n_nonfinite == 0, n_late > 0, n_stop > 0
+        return stats, int(global_all), n_nonfinite == 0, n_late > 0, n_stop > 0, n_save > 0
 
     def run(self) -> Path:
         train_config = self.config.train
@@ -434,12 +490,14 @@ class Trainer:
         steps = prepared_ahead(batches, self._host_micro_batches, self.prefetch)
         late = stopping = False
         signals = _stop_after_step(self._message)
+        every = train_config.save_every_minutes
+        save_at = time.perf_counter() + every * 60 if every else None
         try:
             while self.step < train_config.max_steps and not late and not stopping:
                 indices, micro = next(steps)
                 micro = [m._replace(batch=to_device(m.batch, self.ctx.device)) for m in micro]
-                stats, tokens, finite, late, stopping = self._train_step(indices, micro, deadline,
-                                                                         signals.is_requested)
+                stats, tokens, finite, late, stopping, save = self._train_step(indices, micro, deadline,
+                                                                               signals.is_requested, save_at)
                 if not finite:
                     ids = [self.train_docs[i].id for i in indices]
                     if train_config.on_nonfinite == "stop":
@@ -448,6 +506,9 @@ class Trainer:
                     self._message(f"step {self.step}: non-finite loss on documents {ids}; update skipped")
                     self.optimizer.zero_grad(set_to_none=True)
                     self.step += 1
+                    if save and not stopping:
+                        self.save_last()
+                        save_at = time.perf_counter() + every * 60
                     continue
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), train_config.max_grad_norm)
                 self.optimizer.step()
@@ -458,12 +519,19 @@ class Trainer:
                     self.monitor.step(self.step, stats, tokens, grad_norm, self.optimizer.param_groups[0]["lr"])
                 if self.step % train_config.valid_every == 0:
                     self.validate_and_save()
+                    save_at = time.perf_counter() + every * 60 if every else None
+                elif save and not stopping and not late and self.step < train_config.max_steps:
+                    # on the clock (train.save_every_minutes): last.pt only, no validation; a stop,
+                    # the minutes cap and the last step save below anyway
+                    self.save_last()
+                    self._message(f"step {self.step}: saved {self.ckpt_dir / 'last.pt'} "
+                                  f"(train.save_every_minutes {every:g})")
+                    save_at = time.perf_counter() + every * 60
             if stopping:
                 # Between two steps: the weights, the optimizer, the data position and the random
                 # generators are those the next step would start from, so --resume goes on exactly.
-                if self.ctx.is_main:
-                    self._message(f"stopped at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
-                    save_checkpoint(self._state(seeding.rng_state(self.ctx.device)), self.ckpt_dir / "last.pt")
+                self._message(f"stopped at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
+                self.save_last()
                 self.ctx.barrier()
                 raise KeyboardInterrupt(f"signal {signals.requested}")
             if self.step % train_config.valid_every != 0 or self.step == 0:
@@ -480,6 +548,8 @@ class Trainer:
             steps.close()
             if self.monitor is not None:
                 self.monitor.close()
+            if self.lock is not None:
+                self.lock.release()
         self._log(f"done: {self.step} steps in {format_duration(time.perf_counter() - started)}; "
                   f"best {self.selection} {self.best}; checkpoints in {self.ckpt_dir}")
         return self.ckpt_dir / "best.pt"
@@ -491,15 +561,21 @@ class Trainer:
 
 class _stop_after_step:
     """SIGTERM (``kill``, ``timeout``, ``docker stop``, a cluster's preemption, torchrun stopping its
-    workers) and SIGINT (Ctrl-C) stop training after the step in progress: the first one sets
-    ``requested``, the loop finishes its step, saves ``last.pt`` and raises KeyboardInterrupt, and
-    ``--resume`` goes on exactly as if the run had never stopped (an interrupt inside a step would
-    leave the random generators part-way through it, and one inside the update a half-applied
-    step). A second signal raises KeyboardInterrupt at once. SIGINT stays ignored where it is (a job
-    started with ``&`` by a non-interactive shell). Installed only from the main thread (Python
-    allows no other); ``restore`` puts the previous handlers back and may be called more than once."""
+    workers), SIGINT (Ctrl-C) and SIGUSR1 (SLURM's warning ahead of a time limit, ``--signal=USR1@90``)
+    stop training after the step in progress: the first one sets ``requested``, the loop finishes its
+    step, saves ``last.pt`` and raises KeyboardInterrupt, and ``--resume`` goes on exactly as if the run
+    had never stopped (an interrupt inside a step would leave the random generators part-way through
+    it, and one inside the update a half-applied step).
 
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+    The same SIGTERM or SIGINT a second time raises KeyboardInterrupt at once (Ctrl-C twice). Another
+    signal while stopping does not: Ctrl-C under torchrun reaches a worker twice, as SIGINT from the
+    terminal and as SIGTERM forwarded by torchrun, and SLURM's SIGUSR1 reaches it from SLURM and again
+    from torchrun (``--signals-to-handle``); each of these is one request. SIGUSR1 never stops at once.
+    SIGINT stays ignored where it is (a job started with ``&`` by a non-interactive shell). Installed
+    only from the main thread (Python allows no other); ``restore`` puts the previous handlers back
+    and may be called more than once."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
     def __init__(self, message: Callable[[str], None] = lambda text: None):
         self.requested: int | None = None
@@ -515,10 +591,12 @@ class _stop_after_step:
 
     def _request(self, signum, frame):
         if self.requested is not None:
-            raise KeyboardInterrupt(f"signal {signum}")
+            if signum == self.requested and signum != signal.SIGUSR1:
+                raise KeyboardInterrupt(f"signal {signum}")
+            return
         self.requested = signum
-        self.message(f"{signal.Signals(signum).name}: stopping after this step and saving last.pt "
-                     f"(send it again to stop at once)")
+        again = "" if signum == signal.SIGUSR1 else " (send it again to stop at once)"
+        self.message(f"{signal.Signals(signum).name}: stopping after this step and saving last.pt{again}")
 
     def restore(self) -> None:
         for signum, previous in self.previous.items():
@@ -541,7 +619,13 @@ def _slice(items: list[int], k: int, parts: int) -> list[int]:
 
 
 def train(config: Config, *, resume: str | None = None, init_from: str | None = None) -> Path:
+    """Train ``config``. ``resume``: a checkpoint to continue from, or ``auto`` (see
+    :mod:`agentsum.training.resuming`)."""
+    trainer = None
     try:
-        return Trainer(config, resume=resume, init_from=init_from).run()
+        trainer = Trainer(config, resume=resume, init_from=init_from)
+        return trainer.run()
     finally:
+        if trainer is not None and trainer.lock is not None:
+            trainer.lock.release()
         distributed.teardown()

@@ -91,18 +91,28 @@ def test_the_minutes_cap_stops_every_process_at_the_same_step(tmp_path):
     assert 1 <= state["step"] < 100_000  # both processes left the loop together (no hang in a collective)
 
 
-def test_setup_gives_the_process_group_its_timeout(monkeypatch):
+def test_setup_gives_the_process_group_its_timeout_and_a_store_of_its_restart_round(monkeypatch):
+    import torch.distributed as dist
+
     from agentsum.training import distributed
 
-    calls = []
+    calls, store = [], dist.HashStore()
     monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
     monkeypatch.setattr(distributed.dist, "init_process_group", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(distributed, "rendezvous", lambda url, rank, world, timeout: iter([(store, rank, world)]))
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "3")
     ctx = distributed.setup("cpu", timeout_minutes=90)
-    assert calls == [{"backend": "gloo", "timeout": timedelta(minutes=90)}]
+    (call,) = calls
+    assert (call["backend"], call["rank"], call["world_size"], call["timeout"]) == ("gloo", 1, 2, timedelta(minutes=90))
     assert (ctx.rank, ctx.world_size, ctx.enabled) == (1, 2, True)
+    # the process group's keys live under the round's prefix: a restarted group never reads the
+    # addresses its dead predecessor wrote under the same key
+    call["store"].set("default_pg/0", "new address")
+    assert store.get("agentsum/round-3/default_pg/0") == b"new address"
+    assert not store.check(["default_pg/0"])
 
 
 def test_the_trainer_passes_train_dist_timeout_minutes(tmp_path, monkeypatch):
