@@ -80,7 +80,10 @@
     });
   }
 
-  const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en", dialogue: false };
+  // request: counts summary requests and changes of text, so that only the answer for the text on
+  // screen is shown; latestCall: the latest summary request's number (the button waits for it)
+  const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en", dialogue: false,
+    request: 0, latestCall: 0 };
 
   // ---- model information ------------------------------------------------------------------
   async function loadModel() {
@@ -143,6 +146,7 @@
     reader.onload = () => {
       $("#article").value = String(reader.result);
       updateCount();
+      clearResults();  // the summary on screen belongs to the text just replaced
       $("#status").textContent = `Loaded ${file.name}.`;
     };
     reader.onerror = () => showError(`Could not read ${file.name}.`);
@@ -152,6 +156,17 @@
   function numberOption(body, id, key) {
     const v = $(id).value.trim();
     if (v !== "") body[key] = Number(v);
+  }
+
+  // Take the results of another text off the screen; a response still on its way for it is dropped.
+  function clearResults() {
+    state.request += 1;
+    state.result = null;
+    state.activeTok = null;
+    state.sourceSpans = [];
+    $("#results").hidden = true;
+    ["#summary", "#source", "#legend", "#attn-detail"].forEach((sel) => $(sel).replaceChildren());
+    $("#status").textContent = "";
   }
 
   async function summarize(event) {
@@ -173,6 +188,8 @@
     button.disabled = true;
     button.textContent = "Summarizing…";
     $("#status").textContent = "";
+    const request = ++state.request;  // a later request or a new text supersedes this one
+    state.latestCall = request;
     try {
       const r = await fetch("/v1/summarize", {
         method: "POST",
@@ -181,6 +198,7 @@
       });
       let data = null;
       try { data = await r.json(); } catch (e) { /* not JSON */ }
+      if (request !== state.request) return;
       if (!r.ok) {
         showError((data && data.error) || `The server answered ${r.status} ${r.statusText}.`);
         return;
@@ -188,10 +206,12 @@
       render(data.summaries[0]);
       $("#status").textContent = `Done in ${Math.round(data.elapsed_ms)} ms.`;
     } catch (e) {
-      showError(`Could not reach the server (${e.message}).`);
+      if (request === state.request) showError(`Could not reach the server (${e.message}).`);
     } finally {
-      button.disabled = false;
-      button.textContent = "Summarize";
+      if (request === state.latestCall) {  // no later request is on its way
+        button.disabled = false;
+        button.textContent = "Summarize";
+      }
     }
   }
 
@@ -362,7 +382,8 @@
     $("#example").addEventListener("click", () => {
       $("#article").value = state.dialogue ? EXAMPLE_DIALOGUE : EXAMPLE;
       updateCount();
-      $("#article").focus();
+      clearResults();
+      summarize();  // the example's own summary, never the previous text's beside it
     });
     const summary = $("#summary");
     summary.addEventListener("mouseover", (e) => {

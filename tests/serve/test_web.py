@@ -233,3 +233,47 @@ def test_page_fits_a_dialogue_model_and_shows_one_utterance_per_line(dialogue_se
     driver.save_screenshot(str(ARTIFACTS / "web_page_dialogue.png"))
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, f"browser console errors: {severe}"
+
+
+def _sentence_texts(driver) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [p.text for p in driver.find_elements(By.CSS_SELECTOR, "#summary .sentence-text")]
+
+
+def test_try_an_example_summarizes_the_example(server, driver):
+    """After a summary of one text, "Try an example" takes it off the screen and shows the example's
+    own summary: the one the API gives for the example's text."""
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 60)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    driver.find_element(By.ID, "article").send_keys(_article())
+    driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+    driver.find_element(By.ID, "min-length").send_keys("8")
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    before = _sentence_texts(driver)
+    source_before = driver.find_element(By.ID, "source").text
+    assert before and source_before
+
+    driver.find_element(By.ID, "example").click()
+    example = driver.find_element(By.ID, "article").get_property("value")
+    assert example != _article()
+    # at once: nothing of the previous text's summary stays beside the example
+    assert not driver.find_element(By.ID, "results").is_displayed() or _sentence_texts(driver) != before
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    expected = httpx.post(server + "/v1/summarize", json={"text": example, "min_length": 8, "attention": True},
+                          timeout=60).json()
+    (summary,) = expected["summaries"]
+    assert _sentence_texts(driver) == summary["sentences"]
+    shown_source = " ".join(driver.find_element(By.ID, "source").text.split())
+    assert " ".join(summary["attention"]["source_words"][0][:4]) in shown_source
+    assert shown_source != " ".join(source_before.split())
+    assert driver.find_element(By.ID, "summarize").is_enabled()
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"browser console errors: {severe}"
+
