@@ -6,9 +6,15 @@
   // Okabe-Ito palette: distinguishable with the common colour-vision deficiencies.
   const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#7f6a1a", "#555555"];
   const MAX_FILE_BYTES = 1000000;
-  const NO_SPACE_BEFORE = new Set([".", ",", ";", ":", "!", "?", ")", "]", "}", "%", "'s", "'re", "'ve", "'ll",
-    "'d", "'m", "n't", "..."]);
-  const NO_SPACE_AFTER = new Set(["(", "[", "{", "$", "#"]);
+  // English spacing: the rules of agentsum.data.readable.detokenize, which writes the summary's text, so
+  // that the summary's word spans read as that text (compared by lower case, as there).
+  const NO_SPACE_BEFORE = new Set([".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'ve",
+    "'ll", "'d", "'m"]);
+  const NO_SPACE_AFTER = new Set(["(", "[", "{", "$", "#", "@"]);
+  // Inside a placeholder such as SAMSum's <file_gif> or <file:photo>, which the tokenizer splits into
+  // "<" "file_gif" ">": at most this many tokens between the brackets, none of them a space or bracket.
+  const PLACEHOLDER_TOKENS = 3;
+  const PLACEHOLDER_PART = /^[\p{L}\p{N}_:.\-]+$/u;
   const EXAMPLE = [
     "The city council voted on Tuesday to turn the old railway bridge into a park for walkers and cyclists.",
     "The bridge, built in 1901, has been closed to trains for more than twenty years.",
@@ -59,24 +65,63 @@
 
   const ASCII_ALNUM = /^[A-Za-z0-9]$/;
 
-  // Whether a space goes between two tokens: English spacing rules, or none for Chinese except
-  // between two ASCII words (as agentsum.chinese.join_tokens does).
-  function spaceBetween(prev, tok) {
-    if (state.language === "zh") return ASCII_ALNUM.test(prev.slice(-1)) && ASCII_ALNUM.test(tok[0]);
-    return !NO_SPACE_BEFORE.has(tok) && !NO_SPACE_AFTER.has(prev);
+  // For every token, whether a space goes before it. Chinese: none, except between two ASCII words
+  // (as agentsum.chinese.join_tokens). English: agentsum.data.readable.detokenize's rules (no space
+  // before punctuation or a clitic, none after an opening bracket, straight double quotes alternate
+  // between opening and closing); with ``placeholders``, also none inside <file_gif>-like tokens.
+  function spacesBefore(tokens, placeholders) {
+    if (state.language === "zh") {
+      return tokens.map((tok, i) => i > 0 && ASCII_ALNUM.test(tokens[i - 1].slice(-1)) && ASCII_ALNUM.test(tok[0]));
+    }
+    let quoteOpen = false;
+    let glueNext = false;
+    const spaces = tokens.map((tok, i) => {
+      const low = tok.toLowerCase();
+      if (tok === '"') {
+        const opening = !quoteOpen;
+        quoteOpen = !quoteOpen;
+        glueNext = opening;
+        return opening && i > 0;
+      }
+      const space = i > 0 && !glueNext && !NO_SPACE_BEFORE.has(low);
+      glueNext = NO_SPACE_AFTER.has(low);
+      return space;
+    });
+    if (placeholders) {
+      tokens.forEach((tok, i) => {
+        if (tok !== "<") return;
+        for (let j = i + 1; j <= Math.min(i + 1 + PLACEHOLDER_TOKENS, tokens.length - 1); j++) {
+          if (tokens[j] === ">" && j > i + 1) {
+            for (let k = i + 1; k <= j; k++) spaces[k] = false;
+            return;
+          }
+          if (!PLACEHOLDER_PART.test(tokens[j])) return;
+        }
+      });
+    }
+    return spaces;
   }
 
-  // Append tokens as spans with the spacing of ordinary text.
-  // With ``lineStarts`` (token indices), each of those tokens begins a new line.
-  function appendTokens(parent, tokens, makeSpan, lineStarts) {
+  // Append tokens as spans with the spacing of ordinary text; a span written against the one before
+  // it (a clitic, punctuation) is marked ``joined``, the one before it ``joins-next``, so that the pair
+  // is drawn as one word. With ``lineStarts`` (token indices), each of those tokens begins a new line.
+  // ``placeholders``: show <file_gif> and the like as written (source text, not generated summaries).
+  function appendTokens(parent, tokens, makeSpan, lineStarts, placeholders) {
     const breaks = new Set(lineStarts || []);
+    const spaces = spacesBefore(tokens, placeholders);
+    let previous = null;
     tokens.forEach((tok, i) => {
+      const span = makeSpan(tok, i);
       if (i > 0 && breaks.has(i)) {
         parent.appendChild(el("br"));
-      } else if (i > 0 && spaceBetween(tokens[i - 1], tok)) {
+      } else if (spaces[i]) {
         parent.appendChild(document.createTextNode(" "));
+      } else if (previous) {
+        previous.classList.add("joins-next");
+        span.classList.add("joined");
       }
-      parent.appendChild(makeSpan(tok, i));
+      parent.appendChild(span);
+      previous = span;
     });
   }
 
@@ -258,7 +303,7 @@
         s.dataset.index = String(i);
         spans.push(s);
         return s;
-      }, state.dialogue && attn.source_lines ? attn.source_lines[a] : null);  // a dialogue: one utterance per line
+      }, state.dialogue && attn.source_lines ? attn.source_lines[a] : null, true);  // a dialogue: one utterance per line
       band.appendChild(p);
       source.appendChild(band);
       state.sourceSpans.push(spans);

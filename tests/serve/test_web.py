@@ -277,3 +277,114 @@ def test_try_an_example_summarizes_the_example(server, driver):
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, f"browser console errors: {severe}"
 
+
+def _canned_answer(sentences: list[list[str]], source_words: list[str]) -> dict:
+    """A /v1/summarize answer with these summary words and one agent's source words."""
+    from agentsum.data.readable import detokenize
+
+    words = [w for sentence in sentences for w in sentence]
+    spans, start = [], 0
+    for sentence in sentences:
+        spans.append({"start": start, "end": start + len(sentence), "agent": [1.0]})
+        start += len(sentence)
+    per_token = [{"agent": [1.0], "source": [{"agent": 0, "index": 0, "word": source_words[0].lower(),
+                                              "weight": 0.9}]} for _ in words]
+    attention = {"agents": 1, "source_tokens": [[w.lower() for w in source_words]], "source_words": [source_words],
+                 "source_lines": [[0]], "per_token": per_token, "sentences": spans}
+    texts = [detokenize(sentence) for sentence in sentences]
+    return {"summaries": [{"summary": "\n".join(texts), "sentences": texts, "tokens": [w.lower() for w in words],
+                           "words": words, "attention": attention}],
+            "model": {"checkpoint": "canned.pt", "step": 1}, "elapsed_ms": 1.0}
+
+
+#: Glyph boxes (without the spans' padding) of every summary word, and whether it is drawn against
+#: the word before it.
+GLYPHS = """
+return [...document.querySelectorAll('#summary .tok')].map((span) => {
+  const range = document.createRange();
+  range.selectNodeContents(span.firstChild);
+  const box = range.getBoundingClientRect();
+  return {text: span.textContent, left: box.left, right: box.right, top: box.top,
+          joined: span.classList.contains('joined')};
+});
+"""
+
+
+def test_summary_words_read_as_the_summary_text_and_placeholders_as_written(server, driver):
+    """The summary's word spans are spaced as the API's text (agentsum.data.readable.detokenize):
+    a clitic or punctuation touches the word before it, with no gap drawn between the spans; the
+    source panel shows SAMSum's <file_gif>-like placeholders as one word, as written."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    sentences = [["Hannah", "does", "n't", "have", "Betty", "'s", "number", "."],
+                 ["She", "'ll", "text", "Larry", "(", "he", "'s", "nice", ")", "at", "$", "5", "@", "home", "..."],
+                 ["He", "said", '"', "I", "ca", "N'T", "come", '"', "and", "left", "."]]
+    source = ["Hannah", ":", "<", "file_gif", ">", "Amanda", ":", "<", "file", ":", "photo", ">", "ok",
+              "Tom", ":", "2", "<", "3", "and", "a", "<", "b", "c", "d", "e", ">", "!"]
+    answer = _canned_answer(sentences, source)
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    driver.execute_script("""
+        const answer = arguments[0];
+        const fetchFromServer = window.fetch;
+        window.fetch = (url, options) => url === '/v1/summarize'
+          ? Promise.resolve(new Response(JSON.stringify(answer), {headers: {'Content-Type': 'application/json'}}))
+          : fetchFromServer(url, options);
+    """, answer)
+    driver.find_element(By.ID, "article").send_keys("Any text: the answer is canned.")
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+
+    assert _sentence_texts(driver) == answer["summaries"][0]["sentences"] == [
+        "Hannah doesn't have Betty's number.", "She'll text Larry (he's nice) at $5 @home...",
+        'He said "I caN\'T come" and left.']
+    glyphs = driver.execute_script(GLYPHS)
+    assert [g["text"] for g in glyphs] == [w for sentence in sentences for w in sentence]
+    for before, word in zip(glyphs, glyphs[1:]):
+        if word["top"] != before["top"]:
+            continue  # another line
+        gap = word["left"] - before["right"]
+        if word["joined"]:
+            assert abs(gap) < 1, f"{before['text']!r} and {word['text']!r} drawn {gap:.1f}px apart"
+        else:
+            assert gap > 2, f"{before['text']!r} {word['text']!r}: no space between them"
+    joined = {g["text"] for g in glyphs if g["joined"]}
+    assert {"n't", "'s", "'ll", ".", ")", "he", "5", "home", "I", "N'T", '"'} <= joined  # "I after the quote
+    assert not {"have", "Betty", "number", "text", "come", "and"} & joined
+
+    assert driver.find_element(By.CSS_SELECTOR, "#source .agent-band p").text == \
+        "Hannah: <file_gif> Amanda: <file:photo> ok Tom: 2 < 3 and a < b c d e >!"
+
+
+#: A chat as SAMSum writes them: placeholders for attachments, clitics, a speaker's name with 's.
+CHAT = """Hannah: Hey, do you have Betty's number?
+Amanda: Lemme check
+Amanda: <file_gif>
+Amanda: Sorry, can't find it.
+Amanda: Ask Larry, he called her last time we were at the park together
+Larry: <file_photo>
+Hannah: I don't know him well
+Amanda: Don't be shy, he's very nice"""
+
+
+def test_the_shipped_model_page_shows_a_chat_as_written_and_the_summary_as_the_api_writes_it(
+        dialogue_server, driver):
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 60)
+    driver.get(dialogue_server + "/")
+    wait.until(lambda d: "agent" in d.find_element(By.ID, "model-info").text)
+    driver.find_element(By.ID, "article").send_keys(CHAT)
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    assert driver.find_element(By.CSS_SELECTOR, "#source .agent-band p").text.split("\n") == CHAT.split("\n")
+    expected = httpx.post(dialogue_server + "/v1/summarize", json={"text": CHAT}, timeout=60).json()
+    assert _sentence_texts(driver) == expected["summaries"][0]["sentences"]
+    glyphs = driver.execute_script(GLYPHS)
+    for before, word in zip(glyphs, glyphs[1:]):
+        if word["joined"] and word["top"] == before["top"]:
+            assert abs(word["left"] - before["right"]) < 1, (before["text"], word["text"])
