@@ -386,3 +386,99 @@ def test_two_torchrun_nodes_train_as_one_node_with_two_processes(tmp_path, corpu
         assert double[step] == pytest.approx(single[step], abs=1e-6), step
     for node in (0, 1):  # no shared store: each node prepared its own
         assert (tmp_path / f"store-node{node}" / "train").is_dir()
+
+
+def test_sigusr1_under_torchrun_as_slurm_sends_it_saves_one_step_for_every_rank(tmp_path, corpus):
+    """SLURM's --signal=USR1@90 reaches every process of the job step: torchrun (which forwards it
+    to its workers when told to handle it, --signals-to-handle) and each worker directly. Every
+    worker stops after the same step and saves once, with both ranks' generator states, and
+    --resume auto goes on to the uninterrupted run's weights."""
+    steps = 60
+    launch = ("--nproc_per_node", "2", "--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1")
+    straight = tmp_path / "straight"
+    _run(_torchrun(_train_args(corpus, straight, steps), *launch, "--master_port", str(_free_port())),
+         tmp_path / "straight.txt")
+    run, log = tmp_path / "run", tmp_path / "signalled.txt"
+    with log.open("w") as out:
+        launcher = subprocess.Popen(_torchrun(_train_args(corpus, run, steps) + ["--resume", "auto"], *launch,
+                                              "--master_port", str(_free_port())),
+                                    stdout=out, stderr=subprocess.STDOUT, env=_env())
+        try:
+            _wait_for_step(launcher, run, 8, log)
+            for pid in [*_workers(launcher), launcher.pid]:
+                os.kill(pid, signal.SIGUSR1)
+            launcher.wait(timeout=RUN_TIMEOUT_S)
+        finally:
+            if launcher.poll() is None:
+                launcher.kill()
+    text = log.read_text()
+    state = read_checkpoint(run / "checkpoints" / "last.pt")
+    assert 8 <= state["step"] < steps and len(state["rng_ranks"]) == 2
+    assert text.count(f"stopped at step {state['step']}; saving") == 1 and "stopped at once" not in text, text[-3000:]
+    assert state["step"] == _last_logged_step(run)
+    _run(_torchrun(_train_args(corpus, run, steps) + ["--resume", "auto"], *launch,
+                   "--master_port", str(_free_port())), tmp_path / "resumed.txt")
+    _same_weights(read_checkpoint(run / "checkpoints" / "last.pt")["model"],
+                  read_checkpoint(straight / "checkpoints" / "last.pt")["model"])
+
+
+# --- the SLURM script, rehearsed with stand-ins for srun and scontrol ------------------------------
+
+_SRUN = """#!/bin/sh
+# srun with one task on this machine: drop srun's own options, run the command
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+exec "$@"
+"""
+_SCONTROL = """#!/bin/sh
+case "$1" in
+  show) echo 127.0.0.1 ;;
+  requeue) echo "$2" >> "$REQUEUED" ;;
+esac
+"""
+
+
+def _slurm(tmp_path: Path, corpus: str, run: Path, steps: int, sitting: int) -> tuple[list[str], dict]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (("srun", _SRUN), ("scontrol", _SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    env = dict(_env(), PATH=f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+               SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="node[01]", SLURM_JOB_NUM_NODES="1",
+               SLURM_RESTART_COUNT=str(sitting), SLURM_SUBMIT_DIR=os.getcwd(), GPUS_PER_NODE="2",
+               RDZV_PORT=str(_free_port()), CONFIG="tiny", RUN_DIR=str(run), REQUEUED=str(tmp_path / "requeued"))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "slurm" / "train.sbatch"
+    args = _train_args(corpus, run, steps)[5:]  # the --set options
+    return ["bash", str(script), *args], env
+
+
+def test_the_sbatch_script_saves_on_the_time_limit_signal_requeues_and_the_next_sitting_finishes(tmp_path, corpus):
+    steps, run = 60, tmp_path / "run"
+    cmd, env = _slurm(tmp_path, corpus, run, steps, sitting=0)
+    log = tmp_path / "sitting0.txt"
+    with log.open("w") as out:
+        job = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            _wait_for_step(job, run, 8, log)
+            # SLURM's --signal=USR1@90: every process of the step (torchrun and its workers), not the batch shell
+            step_processes = subprocess.run(["pgrep", "-s", str(job.pid)], capture_output=True, text=True).stdout
+            for pid in (int(p) for p in step_processes.split()):
+                if pid != job.pid:
+                    os.kill(pid, signal.SIGUSR1)
+            status = job.wait(timeout=RUN_TIMEOUT_S)
+        finally:
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert status != 0 and (tmp_path / "requeued").read_text() == "4242\n", text[-3000:]
+    assert "requeueing job 4242 (sitting 0 of at most 20)" in text
+    saved = read_checkpoint(run / "checkpoints" / "last.pt")["step"]
+    assert 8 <= saved < steps
+
+    cmd, env = _slurm(tmp_path, corpus, run, steps, sitting=1)
+    with (tmp_path / "sitting1.txt").open("w") as out:
+        assert subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=RUN_TIMEOUT_S).returncode == 0
+    text = (tmp_path / "sitting1.txt").read_text()
+    assert f"resume auto: continuing from {run / 'checkpoints' / 'last.pt'} at step {saved}" in text
+    assert read_checkpoint(run / "checkpoints" / "last.pt")["step"] == steps
+    assert (tmp_path / "requeued").read_text() == "4242\n"  # finished: not requeued again
