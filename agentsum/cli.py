@@ -69,8 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
                                    "rougeLsum) and, for English, the share of summaries that repeat a content word "
-                                   "within three tokens or name one person twice (X and X), writing predictions.txt, "
-                                   "predictions.jsonl and scores.json to --out.")
+                                   "within three tokens or name one person twice (X and X), and the numbers figures: "
+                                   "the share of the summaries' numbers that the source article holds (supported) and "
+                                   "of the reference's numbers found in the source that the summary states (recall), "
+                                   "one-digit numbers apart (docs/analysis.md). Writes predictions.txt, "
+                                   "predictions.jsonl (with each document's numbers figures) and scores.json to --out.")
     p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
@@ -80,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
                        description="The first three sentences of each article (or its first N characters, the "
                                    "usual Chinese lead baseline) as its summary, tokenized and scored exactly like "
-                                   "model outputs.")
+                                   "model outputs (ROUGE, and for English the doubled-word rates and the numbers "
+                                   "figures of `agentsum evaluate`).")
     add_data_options(p)
     p.add_argument("--config", default=None,
                    help="preset or YAML whose data section gives language, fields and casing (default: English)")
@@ -203,8 +207,7 @@ def cmd_evaluate(args) -> int:
     from agentsum.data.records import DataError, ReadStats
     from agentsum.data.sources import iter_examples, no_examples
     from agentsum.data.store import estimate_rows
-    from agentsum.evaluation.evaluate import NoDocuments, evaluate_examples, write_results
-    from agentsum.evaluation.rouge import format_rouge
+    from agentsum.evaluation.evaluate import NoDocuments, evaluate_corpus, write_results
 
     summarizer = loaded_summarizer(args)
     d = data_settings(args, summarizer.config.data)
@@ -216,8 +219,7 @@ def cmd_evaluate(args) -> int:
     total = estimate_rows(args.data, args.start, args.end)
     search_config = _search_config(args, summarizer.config)
     try:
-        predictions, references, ids, scores = evaluate_examples(summarizer, examples, search_config,
-                                                                 args.batch_size, progress(total or 0, "decoding"))
+        result = evaluate_corpus(summarizer, examples, search_config, args.batch_size, progress(total or 0, "decoding"))
     except NoDocuments:
         if stats.read == 0:
             raise DataError(no_examples(args.data, args.start, args.end, stats)) from None
@@ -228,32 +230,42 @@ def cmd_evaluate(args) -> int:
     default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / \
         f"eval-{Path(args.data).stem}"
     out = Path(args.out) if args.out else default_out
-    write_results(out, predictions, references, ids, scores)
-    print(format_rouge(scores))
+    scores = result.scores
+    write_results(out, result.predictions, result.references, result.ids, scores, result.per_document)
+    print_scores(scores)
+    print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
+    return 0
+
+
+def print_scores(scores: dict, name: str = "") -> None:
+    """ROUGE, and where scored (English) the doubled-word rates and the numbers figures, one line each."""
+    from agentsum.evaluation.numbers import format_numbers
+    from agentsum.evaluation.rouge import format_rouge
+
+    print(name + format_rouge(scores))
     if "doubled" in scores:
         print(f"summaries repeating a content word within 3 tokens: {scores['doubled']:.1f}%; "
               f"naming one person twice (X and X): {scores['x_and_x']:.1f}%")
-    print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
-    return 0
+    if "numbers_supported" in scores:
+        print(format_numbers(scores))
 
 
 def cmd_lead3(args) -> int:
     from agentsum.config import Config
     from agentsum.data.dataset import read_examples
     from agentsum.data.language import text_processor
-    from agentsum.evaluation.evaluate import write_results
-    from agentsum.evaluation.rouge import format_rouge, rouge_for
+    from agentsum.evaluation.evaluate import score_summaries, write_results
 
     d = data_settings(args, load_config(args.config).data if args.config else Config().data)
     language = text_processor(d)
     examples = read_examples(data_source(args), d, warn=warn)
     predictions = [language.lead(e.article, args.sentences, args.chars) for e in examples]
     references = [language.join_sentences(language.summary_sentences(e.summary)) for e in examples]
-    scores = rouge_for(language, predictions, references)
+    scores, per_document = score_summaries(language, predictions, references, [e.article for e in examples])
     if args.out:
-        write_results(args.out, predictions, references, [e.id for e in examples], scores)
+        write_results(args.out, predictions, references, [e.id for e in examples], scores, per_document)
     name = f"Lead-{args.chars} characters" if args.chars else f"Lead-{args.sentences}"
-    print(f"{name}: " + format_rouge(scores))
+    print_scores(scores, f"{name}: ")
     return 0
 
 

@@ -1,0 +1,387 @@
+"""Numbers, measured: does a summary state numbers that its source holds, and the ones its reference
+states?
+
+Two figures per document and for a corpus (``agentsum evaluate`` and ``agentsum lead3`` / ``extract``
+report them for English beside ROUGE):
+
+* **supported**: the share (percent) of the summary's numbers that occur in the source article. A
+  number the source lacks is invented or miscopied (``$1.2 million`` for ``$1.2 billion``).
+* **recall**: of the reference's numbers that occur in the source, the share the summary also
+  states. Reference numbers that the source lacks (an analyst's estimate quoted by the reference)
+  are left out: no summary of the source could state them.
+
+Corpus figures are micro-averages: all supported numbers over all numbers, summed over documents, so
+a summary with ten numbers weighs ten times one with one; a document without numbers adds nothing
+(its per-document figure is None). Each distinct number counts once per document (a summary that
+states ``$1.2 billion`` twice states one number).
+
+Numbers of one character (a bare ``1`` ... ``9`` or ``0``, or the word ``five``: list markers and
+small counts, which match the source by chance) are counted apart, in the ``*_1digit`` figures; the
+main figures count numbers of two characters or more, as the corpus notes do. ``$5``, ``5%`` and
+``5 million`` carry a unit or scale and are main numbers.
+
+How text is read. Every text (model output, reference, source) goes through the project's English
+tokenizer (:func:`agentsum.data.text.tokenize`), so raw text and the lower-cased tokens that the model
+writes (``q3 revenue rose 2.5 percent to $ 452.2 million .``) read alike. A number is a numeral with
+what attaches to it:
+
+* the numeral: digits with an optional decimal part, thousands separated by commas (``1,000`` =
+  ``1000``; a tokenizer's ``1 , 000`` is joined when the groups after the first are of three digits;
+  ``452.20`` = ``452.2``: values are compared, not strings), or cardinal words (``twenty``,
+  ``twenty-five``, ``two hundred``, ``two million``). ``one`` alone is not read (``one of the ...``);
+  ``one million`` and ``twenty one`` are. Ordinals, times (``10:30``), dates (``9/11``) and tokens
+  with letters glued on (``q3``, ``3rd``, ``10x``) are not numbers. Hyphenated ranges count each end
+  (``3-4 %`` is 3% and 4%). The sign is not read: ``fell 5%`` and ``-5%`` state the same number.
+* the scale, after it: ``thousand``, ``million``, ``billion``, ``trillion`` and their short forms, as
+  a word (``mln``, ``bln``, ``mn``, ``bn``, ``tn``) or glued on (``1.5m``, ``3bn``, ``100k``, ``$5mm``);
+  it multiplies the value, so ``$1.2 billion`` = ``$1,200 million`` and ``$1.2 billion`` !=
+  ``$1.2 million``.
+* the unit: a currency sign before it (``$``, ``€``, ``£``, ``¥``; a country code before ``$`` is not
+  read) or a currency word after it (``dollars``, ``usd``, ``euros``, ``eur``; ``25 cents`` =
+  ``$0.25``); ``%``, ``percent``, ``pct``, ``per cent`` and ``percentage points`` after it are
+  percent (``2.5%`` = ``2.5 percent`` = ``2.5 pct``); ``basis points`` / ``bps`` / ``bp`` are basis points.
+
+Two numbers match when their values are equal and their units agree where both state one: ``$1.2
+billion`` in a summary is supported by ``1.2 billion dollars`` or by ``1.2 billion`` in the source
+(which often leaves the currency to the context), but not by ``€1.2 billion`` or ``1.2%``.
+
+Chinese numerals (``万``, ``亿``) are not read; the figures are reported for English only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from agentsum.data.text import tokenize
+
+#: currency signs before a numeral (the tokenizer splits them off: ``$1.2`` -> ``$`` ``1.2``)
+CURRENCY_SIGNS = {"$": "$", "€": "€", "£": "£", "¥": "¥"}
+#: currency words after a numeral, as the sign they mean
+CURRENCY_WORDS = {"dollar": "$", "dollars": "$", "usd": "$", "euro": "€", "euros": "€", "eur": "€"}
+PERCENT_WORDS = frozenset({"%", "percent", "pct"})
+BASIS_POINT_WORDS = frozenset({"bps", "bp"})
+SCALES = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,
+          "mln": 10 ** 6, "mn": 10 ** 6, "bln": 10 ** 9, "bn": 10 ** 9, "tn": 10 ** 12, "trn": 10 ** 12}
+#: scales glued to a numeral (``1.5m``, ``3bn``); a lone ``m`` or ``k`` token is a letter, not a scale
+GLUED_SCALES = {"k": 10 ** 3, "m": 10 ** 6, "mm": 10 ** 6, "b": 10 ** 9, "t": 10 ** 12,
+                "mn": 10 ** 6, "mln": 10 ** 6, "bn": 10 ** 9, "bln": 10 ** 9, "tn": 10 ** 12, "trn": 10 ** 12}
+UNIT_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
+                                          "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+TENS_WORDS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+
+PERCENT, BASIS_POINTS = "%", "bp"
+
+# a numeral token: 1000, 1,000, 2.5, .5, with an optional glued scale or unit (1.5m, 3bn, 50bps, 2.5pct)
+_NUMERAL_RE = re.compile(r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+                         r"(?P<suffix>k|m|mm|mn|mln|b|bn|bln|t|tn|trn|bps|bp|pct)?")
+_GROUP_RE = re.compile(r"\d{3}(?:\.\d+)?")  # a thousands group split off by a tokenizer: 1 , 000
+_LEADING_GROUP_RE = re.compile(r"\d{1,3}")
+
+
+@dataclass(frozen=True)
+class Number:
+    """One number as read from text: its ``value`` (scale multiplied in), its ``unit`` (a currency
+    sign, ``%``, ``bp``, or None) and the tokens it was read from (``text``)."""
+
+    value: Decimal
+    unit: str | None
+    text: str
+    scaled: bool = False  # a scale word or suffix was written (5 million)
+
+    @property
+    def key(self) -> tuple[Decimal, str | None]:
+        return self.value, self.unit
+
+    @property
+    def one_digit(self) -> bool:
+        """A bare whole number 0-9 (``5``, ``five``): counted apart from the main figures."""
+        return self.unit is None and not self.scaled and self.value == self.value.to_integral_value() \
+            and 0 <= self.value <= 9
+
+
+def read_numbers(text: str | Sequence[str]) -> list[Number]:
+    """The numbers of ``text`` (raw or tokenized; or a token list), in order, as the module docstring
+    says they are read."""
+    tokens = _join_thousands(tokenize(text) if isinstance(text, str) else [t.lower() for t in text])
+    found: list[Number] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        start = i
+        unit = None
+        if tokens[i] in CURRENCY_SIGNS:
+            unit = CURRENCY_SIGNS[tokens[i]]
+            i += 1
+            if i < n and tokens[i] == "(":  # $ ( 0.03 ): an accounting negative
+                i += 1
+        values, i, scaled_by_suffix, unit = _numeral(tokens, i, unit)
+        if not values:
+            i = start + 1
+            continue
+        scaled = scaled_by_suffix
+        if not scaled and i < n and tokens[i] in SCALES:
+            values = [v * SCALES[tokens[i]] for v in values]
+            scaled = True
+            i += 1
+        if unit is None or unit in CURRENCY_SIGNS.values():
+            unit, values, i = _unit_after(tokens, i, unit, values)
+        text_read = " ".join(t for t in tokens[start:i] if t != "(")
+        found.extend(Number(v.normalize(), unit, text_read, scaled) for v in values)
+    return found
+
+
+def _join_thousands(tokens: list[str]) -> list[str]:
+    """``1 , 000 , 000`` (a number whose commas a tokenizer split off) as ``1,000,000``: joined where
+    the first group has one to three digits and every group after it exactly three."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if _LEADING_GROUP_RE.fullmatch(token):
+            while i + 2 < len(tokens) and tokens[i + 1] == "," and _GROUP_RE.fullmatch(tokens[i + 2]):
+                token += "," + tokens[i + 2]
+                i += 2
+        out.append(token)
+        i += 1
+    return out
+
+
+def _numeral(tokens: list[str], i: int, unit: str | None) -> tuple[list[Decimal], int, bool, str | None]:
+    """The value(s) of the numeral at ``tokens[i]`` (several for a range ``3-4``), the index after
+    it, whether a glued scale multiplied them, and the unit (a glued ``pct`` / ``bps`` sets it)."""
+    if i >= len(tokens):
+        return [], i, False, unit
+    token = tokens[i]
+    words, j = _number_words(tokens, i)
+    if words is not None:
+        return [words], j, False, unit
+    parts = token.split("-") if "-" in token.strip("-") else [token]
+    values: list[Decimal] = []
+    scaled = False
+    for part in parts:
+        match = _NUMERAL_RE.fullmatch(part)
+        if match is None:
+            if len(parts) == 1:
+                return [], i, False, unit
+            continue  # 18-year-old: the 18 counts, the words do not
+        value = Decimal(match["digits"].replace(",", ""))
+        suffix = match["suffix"]
+        if suffix in GLUED_SCALES:
+            value *= GLUED_SCALES[suffix]
+            scaled = True
+        elif suffix == "pct":
+            unit = PERCENT
+        elif suffix in BASIS_POINT_WORDS:
+            unit = BASIS_POINTS
+        values.append(value)
+    return values, i + 1, scaled, unit
+
+
+def _number_words(tokens: list[str], i: int) -> tuple[Decimal | None, int]:
+    """Cardinal words from ``tokens[i]`` as a value and the index after them: a word below a hundred
+    (``seven``, ``twenty``, ``twenty-five``, ``forty two``), optionally times ``hundred`` and plus
+    another (``two hundred fifty``). (None, i) where there is none, or only a lone ``one``, which is
+    more often a pronoun (``one of the ...``) than a number; ``one million`` is read."""
+    value, j = _below_hundred(tokens, i)
+    if value is None:
+        return None, i
+    if j < len(tokens) and tokens[j] == "hundred":
+        value *= 100
+        j += 1
+        rest, k = _below_hundred(tokens, j)
+        if rest is not None:
+            value, j = value + rest, k
+    elif j == i + 1 and tokens[i] == "one" and not (j < len(tokens) and tokens[j] in SCALES):
+        return None, i
+    return Decimal(value), j
+
+
+def _below_hundred(tokens: list[str], i: int) -> tuple[int | None, int]:
+    """``seven``, ``twenty``, ``twenty-five`` or ``twenty five`` at ``tokens[i]``: (value, index after)."""
+    if i >= len(tokens):
+        return None, i
+    word = tokens[i]
+    if word in UNIT_WORDS:
+        return UNIT_WORDS[word], i + 1
+    tens, _, unit = word.partition("-")
+    if tens in TENS_WORDS:
+        if unit:
+            return (TENS_WORDS[tens] + UNIT_WORDS[unit], i + 1) if 0 < UNIT_WORDS.get(unit, 0) < 10 else (None, i)
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if 0 < UNIT_WORDS.get(following, 0) < 10:
+            return TENS_WORDS[tens] + UNIT_WORDS[following], i + 2
+        return TENS_WORDS[tens], i + 1
+    return None, i
+
+
+def _unit_after(tokens: list[str], i: int, unit: str | None, values: list[Decimal]
+                ) -> tuple[str | None, list[Decimal], int]:
+    """The unit written after a numeral (percent, basis points, a currency word, cents), with the
+    values (cents are hundredths of a dollar) and the index after it."""
+    word = tokens[i] if i < len(tokens) else ""
+    after = tokens[i + 1] if i + 1 < len(tokens) else ""
+    if unit is None:
+        if word in PERCENT_WORDS:
+            return PERCENT, values, i + 1
+        if word == "per" and after == "cent":
+            return PERCENT, values, i + 2
+        if word == "percentage" and after in ("point", "points"):
+            return PERCENT, values, i + 2
+        if word in BASIS_POINT_WORDS:
+            return BASIS_POINTS, values, i + 1
+        if word == "basis" and after in ("point", "points"):
+            return BASIS_POINTS, values, i + 2
+        if word in ("cent", "cents"):
+            return "$", [v / 100 for v in values], i + 1
+    if word in CURRENCY_WORDS and unit in (None, CURRENCY_WORDS[word]):
+        return CURRENCY_WORDS[word], values, i + 1
+    return unit, values, i
+
+
+def matches(number: Number, other: Number) -> bool:
+    """Equal values, and units that agree where both state one."""
+    return number.value == other.value and (number.unit == other.unit or number.unit is None or other.unit is None)
+
+
+class NumberIndex:
+    """The numbers of one text, for looking up whether a number :func:`matches` one of them."""
+
+    def __init__(self, numbers: Sequence[Number]):
+        self._units: dict[Decimal, set[str | None]] = {}
+        for number in numbers:
+            self._units.setdefault(number.value, set()).add(number.unit)
+
+    def __contains__(self, number: Number) -> bool:
+        units = self._units.get(number.value)
+        return units is not None and (number.unit is None or None in units or number.unit in units)
+
+
+def distinct(numbers: Sequence[Number]) -> list[Number]:
+    """The first mention of each (value, unit), in order."""
+    seen: dict[tuple, Number] = {}
+    for number in numbers:
+        seen.setdefault(number.key, number)
+    return list(seen.values())
+
+
+@dataclass
+class NumberCounts:
+    """Counts behind the figures, for one document or summed over a corpus. ``stated``: distinct
+    numbers in the summary; ``supported``: those the source holds; ``recallable``: distinct reference
+    numbers the source holds; ``recalled``: those the summary states. The ``*_1digit`` fields count
+    the one-character numbers apart."""
+
+    stated: int = 0
+    supported: int = 0
+    recallable: int = 0
+    recalled: int = 0
+    stated_1digit: int = 0
+    supported_1digit: int = 0
+    recallable_1digit: int = 0
+    recalled_1digit: int = 0
+
+    def __add__(self, other: NumberCounts) -> NumberCounts:
+        return NumberCounts(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+
+    def add(self, other: NumberCounts) -> None:
+        """Add ``other``'s counts to these, in place."""
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def astuple(self) -> tuple[int, ...]:
+        return (self.stated, self.supported, self.recallable, self.recalled, self.stated_1digit,
+                self.supported_1digit, self.recallable_1digit, self.recalled_1digit)
+
+    @property
+    def supported_percent(self) -> float | None:
+        return _percent(self.supported, self.stated)
+
+    @property
+    def recall_percent(self) -> float | None:
+        return _percent(self.recalled, self.recallable)
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 2) if whole else None
+
+
+def document_numbers(summary: str, reference: str, source: str | NumberIndex) -> tuple[NumberCounts, list[str]]:
+    """The counts of one document and the summary's numbers that the source lacks (as written).
+    ``source`` is the article's text or a :class:`NumberIndex` of it."""
+    source_index = source if isinstance(source, NumberIndex) else NumberIndex(read_numbers(source))
+    stated = distinct(read_numbers(summary))
+    summary_index = NumberIndex(stated)
+    recallable = [r for r in distinct(read_numbers(reference)) if r in source_index]
+    counts = NumberCounts()
+    unsupported = []
+    for number in stated:
+        supported = number in source_index
+        if number.one_digit:
+            counts.stated_1digit += 1
+            counts.supported_1digit += supported
+        else:
+            counts.stated += 1
+            counts.supported += supported
+            if not supported:
+                unsupported.append(number.text)
+    for number in recallable:
+        recalled = number in summary_index
+        if number.one_digit:
+            counts.recallable_1digit += 1
+            counts.recalled_1digit += recalled
+        else:
+            counts.recallable += 1
+            counts.recalled += recalled
+    return counts, unsupported
+
+
+def number_scores(summaries: Sequence[str], references: Sequence[str], sources: Sequence[str]
+                  ) -> tuple[dict, list[dict]]:
+    """Corpus figures for ``scores.json`` (:func:`number_figures`) and per-document rows for
+    ``predictions.jsonl`` (:func:`document_row`) of the summaries, their references and their source
+    articles."""
+    if not len(summaries) == len(references) == len(sources):
+        raise ValueError(f"{len(summaries)} summaries, {len(references)} references and {len(sources)} sources")
+    total = NumberCounts()
+    rows = []
+    for summary, reference, source in zip(summaries, references, sources):
+        counts, unsupported = document_numbers(summary, reference, source)
+        total += counts
+        rows.append(document_row(counts, unsupported))
+    return number_figures(total), rows
+
+
+def document_row(counts: NumberCounts, unsupported: list[str]) -> dict:
+    """One document's figures: ``numbers_supported`` and ``numbers_recall`` (percent, None where the
+    summary states no number / the reference no number the source holds) and ``numbers_unsupported``
+    (the summary's numbers the source lacks, as written)."""
+    return {"numbers_supported": counts.supported_percent, "numbers_recall": counts.recall_percent,
+            "numbers_unsupported": unsupported}
+
+
+def number_figures(total: NumberCounts) -> dict:
+    """Corpus figures from counts summed over its documents: micro-averages in percent (None where
+    nothing was counted) and the counts behind them."""
+    return {
+        "numbers_supported": total.supported_percent,
+        "numbers_recall": total.recall_percent,
+        "numbers_supported_1digit": _percent(total.supported_1digit, total.stated_1digit),
+        "numbers_recall_1digit": _percent(total.recalled_1digit, total.recallable_1digit),
+        "numbers_stated": total.stated,
+        "numbers_recallable": total.recallable,
+        "numbers_stated_1digit": total.stated_1digit,
+        "numbers_recallable_1digit": total.recallable_1digit,
+    }
+
+
+def format_numbers(scores: dict) -> str:
+    """The figures as one line for the terminal."""
+    def show(value):
+        return "n/a" if value is None else f"{value:.1f}%"
+
+    return (f"numbers: supported by the source {show(scores['numbers_supported'])} of {scores['numbers_stated']}, "
+            f"recall of the reference's {scores['numbers_recallable']} {show(scores['numbers_recall'])}; "
+            f"one-digit: supported {show(scores['numbers_supported_1digit'])} of {scores['numbers_stated_1digit']}, "
+            f"recall {show(scores['numbers_recall_1digit'])} of {scores['numbers_recallable_1digit']}")
