@@ -46,6 +46,11 @@ FREE_ON_RESUME = frozenset({
 #: gradient of a global batch is the same in any number of micro-batches, and padding is masked.
 #: ``data.skip_bad`` only decides whether a malformed corpus line stops the run.
 
+#: Settings that may differ between the processes of one run: where each node keeps its corpus
+#: store and prepares it, its CPU threads and device choice, and how the run directory is reached.
+FREE_ACROSS_RANKS = frozenset({"train.run_dir", "train.resume", "train.threads", "train.device",
+                               "data.store_dir", "data.prepare_workers"})
+
 AUTO = "auto"
 
 
@@ -65,9 +70,10 @@ def _flatten(config: dict) -> dict[str, object]:
     return flat
 
 
-def config_differences(saved: dict, current: Config, *, free: frozenset[str] = FREE_ON_RESUME) -> list[str]:
+def config_differences(saved: dict, current: Config, *, free: frozenset[str] = FREE_ON_RESUME,
+                       labels: tuple[str, str] = ("saved", "now")) -> list[str]:
     """The settings in which ``current`` differs from a checkpoint's saved configuration, outside
-    ``free`` and the search section, as ``"section.key: saved X, now Y"``. The saved configuration
+    ``free`` and the search section, as ``"section.key: saved X, now Y"`` (``labels`` name the two). The saved configuration
     is read with this version's defaults first, so that a setting added since it was written (and left
     at its default) is no difference."""
     try:
@@ -75,7 +81,7 @@ def config_differences(saved: dict, current: Config, *, free: frozenset[str] = F
     except (ConfigError, TypeError, ValueError) as e:
         return [f"its configuration cannot be read by this version ({e})"]
     old, new = _flatten(saved), _flatten(current.to_dict())
-    return [f"{key}: saved {old.get(key)!r}, now {new.get(key)!r}" for key in sorted(set(old) | set(new))
+    return [f"{key}: {labels[0]} {old.get(key)!r}, {labels[1]} {new.get(key)!r}" for key in sorted(set(old) | set(new))
             if not key.startswith("search.") and key not in free and old.get(key) != new.get(key)]
 
 

@@ -305,14 +305,24 @@ class Trainer:
             log(message)
 
     def _check_same_start(self, resume: str | None, previous: dict | None) -> None:
-        """Every process starts from the same checkpoint and step (or all fresh). A process that sees
-        another ``last.pt`` than the main one (nodes that do not share RUN_DIR) would train from other
-        weights and step: stop every process, naming the two."""
+        """Every process has rank 0's configuration and starts from the same checkpoint and step (or
+        all fresh). A process started with other settings (another command line on another node), or
+        that sees another ``last.pt`` than the main one (nodes that do not share RUN_DIR), would train
+        another model or from other weights: stop, naming the ranks and what differs."""
         import socket
 
         mine = (resume is not None, int(previous["step"]) if resume and previous else 0)
-        views = self.ctx.gather_objects((*mine, socket.gethostname(), resume))
+        views = self.ctx.gather_objects((*mine, socket.gethostname(), resume, self.config.to_dict()))
         first = views[0]
+        for rank, view in enumerate(views):
+            # nodes started with other command lines would split other batches, or train another model
+            differences = resuming.config_differences(first[4], Config.from_dict(view[4], f"rank {rank}'s config"),
+                                                      free=resuming.FREE_ACROSS_RANKS,
+                                                      labels=("rank 0", f"rank {rank}"))
+            if differences:
+                raise ConfigError(f"rank {rank} on {view[2]} was started with another configuration than rank 0 on "
+                                  f"{first[2]}: {'; '.join(differences[:3])}. Start every node with the same "
+                                  f"command line and configuration")
         for rank, view in enumerate(views):
             if view[:2] != first[:2]:
                 def said(v):

@@ -171,6 +171,15 @@ def test_resume_auto_names_a_damaged_last_checkpoint_and_the_checkpoint_to_use_i
     assert "truncated or damaged" in str(e.value) and "step-00000400.pt" in str(e.value)
 
 
+def test_resuming_with_another_batch_size_warns_that_the_batches_differ(tmp_path, corpus):
+    run = tmp_path / "run"
+    _run(_single(_train_args(corpus, run, 2)), tmp_path / "first.txt")
+    text = _run(_single(_train_args(corpus, run, 4, **{"train.batch_size": 4}) + ["--resume", "auto"]),
+                tmp_path / "second.txt")
+    assert f"warning: {run / 'checkpoints' / 'last.pt'} was trained with train.batch_size 8 and this run uses 4" in text
+    assert read_checkpoint(run / "checkpoints" / "last.pt")["step"] == 4
+
+
 def test_a_changed_batch_size_is_warned_about(tmp_path):
     saved = _config(tmp_path).to_dict()
     warning = resuming.batch_size_warning(saved, _config(tmp_path, "train.batch_size=8"), 120, "last.pt")
@@ -179,20 +188,31 @@ def test_a_changed_batch_size_is_warned_about(tmp_path):
     assert resuming.batch_size_warning(saved, _config(tmp_path), 120, "last.pt") is None
 
 
-def test_processes_that_see_different_checkpoints_are_stopped_naming_both(tmp_path):
+def test_processes_that_see_different_checkpoints_or_configurations_are_stopped_naming_them(tmp_path):
     from agentsum.training.distributed import DistContext
     from agentsum.training.trainer import Trainer
 
+    config = _config(tmp_path)
+    other = {"config": config.to_dict()}
+
     class TwoNodes(DistContext):
         def gather_objects(self, obj):
-            return [obj, (False, 0, "node-b", None)]  # rank 1 does not see rank 0's last.pt
+            return [obj, (False, 0, "node-b", None, other["config"])]
 
     trainer = object.__new__(Trainer)
-    trainer.ctx = TwoNodes(0, 2, 0, torch.device("cpu"))
+    trainer.ctx, trainer.config = TwoNodes(0, 2, 0, torch.device("cpu")), config
+    # rank 1 does not see rank 0's last.pt
     with pytest.raises(ConfigError) as e:
         trainer._check_same_start("runs/x/checkpoints/last.pt", {"step": 400})
     assert "rank 0 on" in str(e.value) and "at step 400" in str(e.value)
     assert "rank 1 on node-b from no checkpoint (fresh)" in str(e.value) and "shared filesystem" in str(e.value)
+    # rank 1 was started with another batch size; its own store and threads are its business
+    other["config"] = _config(tmp_path, "train.batch_size=8", "data.store_dir=/local/store", "train.threads=4").to_dict()
+    with pytest.raises(ConfigError) as e:
+        trainer._check_same_start(None, None)
+    assert "rank 1 on node-b was started with another configuration" in str(e.value)
+    assert "train.batch_size: rank 0 4, rank 1 8" in str(e.value)
+    assert "store_dir" not in str(e.value) and "threads" not in str(e.value)
 
 
 # --- the run directory's lock --------------------------------------------------------------------
