@@ -91,3 +91,15 @@ def test_the_closing_text_is_computed_from_the_run_directory(tmp_path, capsys):
     assert "It scores 34.48 / 10.82 / 30.85: above Lead-3 by 2.15 / 0.86 / 0.43 (32.33 / 9.96 / 30.42)" in out
     assert "shipped model scores 42.61 / 16.90 / 38.71: above the model trained here by 8.13 / 6.08 / 7.86" in out
     assert "below" not in out
+
+
+def test_training_progress_reads_what_the_trainer_writes(tiny_run):
+    """The records of a real run (30 steps, validated every 10): its steps, a positive time, and the
+    step of best.pt."""
+    import torch
+
+    progress = demo_report.training_progress(tiny_run["run_dir"] / "metrics.jsonl")
+    best = torch.load(tiny_run["checkpoint"], map_location="cpu", weights_only=True)
+    assert progress.steps == 30
+    assert progress.minutes > 0
+    assert progress.best_step == best["step"]
