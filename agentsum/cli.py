@@ -1,4 +1,5 @@
-"""Command line: ``agentsum train | prepare | summarize | evaluate | lead3 | export | serve | plot | analyze | humaneval``.
+"""Command line: ``agentsum train | prepare | summarize | evaluate | lead3 | extract | export | serve | plot | analyze |
+humaneval``.
 
 This module builds the parser and runs the commands; the options several commands share, and what
 they turn into, are in :mod:`agentsum.options`. ``serve``, ``plot``, ``analyze`` and ``humaneval``
@@ -81,16 +82,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_options(p)
 
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
-                       description="The first three sentences of each article (or its first N characters, the "
-                                   "usual Chinese lead baseline) as its summary, tokenized and scored exactly like "
+                       description="The first K sentences of each article (--sentences, default 3; or its first N "
+                                   "characters, the usual Chinese lead baseline) as its summary, tokenized and scored exactly like "
                                    "model outputs (ROUGE, and for English the doubled-word rates and the numbers "
                                    "figures of `agentsum evaluate`).")
-    add_data_options(p)
-    p.add_argument("--config", default=None,
-                   help="preset or YAML whose data section gives language, fields and casing (default: English)")
-    p.add_argument("--sentences", type=int, default=3, help="lead sentences (default 3)")
-    p.add_argument("--chars", type=int, help="instead, the first N characters (e.g. for LCSTS)")
-    p.add_argument("--out", help="output directory for predictions and scores.json")
+    _add_extractive_options(p, "lead sentences (default 3)")
+
+    p = sub.add_parser("extract", help="score an extractive baseline: Lead-K, LexRank or TextRank",
+                       epilog=EPILOG_DATA,
+                       description="Extract K sentences of each article as its summary, by --method: lead (the "
+                                   "first K; `agentsum lead3` is this), lexrank or textrank (the K most central "
+                                   "sentences by the sumy library's LexRank / TextRank, in document order). The "
+                                   "article is split and tokenized by the project's own sentence splitter and "
+                                   "tokenizer (no NLTK data needed) and the summaries are scored exactly like model "
+                                   "outputs (ROUGE, and for English the doubled-word rates and the numbers figures "
+                                   "of `agentsum evaluate`).")
+    p.add_argument("--method", choices=("lead", "lexrank", "textrank"), default="lead",
+                   help="how sentences are chosen (default lead)")
+    _add_extractive_options(p, "sentences per summary, K (default 3)")
     p = sub.add_parser("export", help="write an inference-only copy of a checkpoint (16-bit weights)",
                        description="Copy a checkpoint's weights (in 16 bits), configuration and vocabulary, without "
                                    "the optimizer and RNG state: a file for summarize/serve about a sixth of the "
@@ -115,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (serve_options, plot, analyze, humaneval):
         module.add_parser(sub).set_defaults(func=module.run)
     return parser
+
+
+def _add_extractive_options(p, sentences_help: str) -> None:
+    """The options of lead3 and extract."""
+    add_data_options(p)
+    p.add_argument("--config", default=None,
+                   help="preset or YAML whose data section gives language, fields and casing (default: English)")
+    p.add_argument("--sentences", type=int, default=3, metavar="K", help=sentences_help)
+    p.add_argument("--chars", type=int, metavar="N", help="instead, the first N characters (e.g. for LCSTS; lead only)")
+    p.add_argument("--out", help="output directory for predictions.txt, predictions.jsonl and scores.json")
 
 
 def _run_config(args, **keys):
@@ -251,21 +270,33 @@ def print_scores(scores: dict, name: str = "") -> None:
 
 
 def cmd_lead3(args) -> int:
+    return cmd_extract(args, method="lead")
+
+
+def cmd_extract(args, method: str | None = None) -> int:
     from agentsum.config import Config
     from agentsum.data.dataset import read_examples
     from agentsum.data.language import text_processor
     from agentsum.evaluation.evaluate import score_summaries, write_results
+    from agentsum.evaluation.extractive import Extractor
 
+    method = method or args.method
+    if args.sentences < 1:
+        raise ConfigError(f"--sentences must be at least 1, got {args.sentences}")
+    if args.chars is not None and (method != "lead" or args.chars < 1):
+        raise ConfigError(f"--chars N (N >= 1) takes the first N characters: lead only, got --chars {args.chars}"
+                          + ("" if method == "lead" else f" with --method {method}"))
     d = data_settings(args, load_config(args.config).data if args.config else Config().data)
     language = text_processor(d)
+    extractor = Extractor(method, language, args.sentences, args.chars)
     examples = read_examples(data_source(args), d, warn=warn)
-    predictions = [language.lead(e.article, args.sentences, args.chars) for e in examples]
+    predictions = [extractor(e.article) for e in examples]
     references = [language.join_sentences(language.summary_sentences(e.summary)) for e in examples]
     scores, per_document = score_summaries(language, predictions, references, [e.article for e in examples])
+    scores.update(method=method, sentences=args.sentences, chars=args.chars)
     if args.out:
         write_results(args.out, predictions, references, [e.id for e in examples], scores, per_document)
-    name = f"Lead-{args.chars} characters" if args.chars else f"Lead-{args.sentences}"
-    print_scores(scores, f"{name}: ")
+    print_scores(scores, f"{extractor.name}: ")
     return 0
 
 
@@ -291,7 +322,7 @@ def cmd_average(args) -> int:
 
 
 COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
-            "export": cmd_export, "average": cmd_average}
+            "extract": cmd_extract, "export": cmd_export, "average": cmd_average}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@
   (``agentsum evaluate`` / ``agentsum lead3 --out``): ROUGE of the trained model, the shipped model
   and Lead-3 on the same validation rows;
 * ``RUN_DIR/metrics.jsonl`` (written by ``agentsum train``): the steps the run made, the minutes
-  its logging windows took, and the step of its lowest validation NLL (``best.pt``). The file is
+  it took, and the step of its lowest validation NLL (``best.pt``). The file is
   appended to by every run in the directory; only the last run (from the last time the step went
   down) counts;
 * ``benchmarks/results/samsum/curve.jsonl``: the same architecture's ROUGE at its checkpoints in the
@@ -67,8 +67,9 @@ class Training:
 
 def training_progress(metrics_path: str | Path) -> Training:
     """The last run in ``metrics.jsonl``: a record with a lower step than the one before starts a new
-    run (a fresh run in a used directory appends to the file). Minutes are the sum of the logging
-    windows' ``seconds``, the time the trainer measured for its steps (validation included)."""
+    run (a fresh run in a used directory appends to the file). Minutes run from the start of the
+    run's first logging window (its record's ``time`` less its ``seconds``) to its last record (the
+    final validation), so they count the steps after the last logged one too."""
     runs: list[list[dict]] = []
     previous = None
     for line in Path(metrics_path).read_text(encoding="utf-8").splitlines():
@@ -82,7 +83,10 @@ def training_progress(metrics_path: str | Path) -> Training:
     if not runs:
         raise ValueError(f"{metrics_path}: no training records")
     run = runs[-1]
-    seconds = sum(r["seconds"] for r in run if "seconds" in r)
+    first_window = next((r for r in run if "seconds" in r), None)
+    if first_window is None:
+        raise ValueError(f"{metrics_path}: the last run logged no training step")
+    seconds = max(r["time"] for r in run) - (first_window["time"] - first_window["seconds"])
     validated = [r for r in run if "valid_nll" in r]
     best = min(validated, key=lambda r: r["valid_nll"])["step"] if validated else None
     return Training(steps=max(r["step"] for r in run), minutes=seconds / 60, best_step=best)

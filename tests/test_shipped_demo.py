@@ -40,16 +40,21 @@ def test_a_mixed_result_gives_each_measure_its_sign():
     assert text == "against Lead-3: ROUGE-1 +0.50, ROUGE-2 -0.20, ROUGE-L level"
 
 
+def windows(last: int, every: int, seconds: float, started: float) -> list[dict]:
+    """The trainer's logging records: every ``every`` steps, each window ``seconds`` long."""
+    return [{"step": s, "time": started + s // every * seconds, "seconds": seconds, "steps": every, "loss": 4.0}
+            for s in range(every, last + 1, every)]
+
+
 def test_training_progress_reads_the_last_run_of_an_appended_metrics_file(tmp_path):
-    earlier = [{"step": s, "seconds": 60.0, "steps": 100, "loss": 5.0} for s in range(100, 2100, 100)]
-    earlier.append({"step": 2000, "valid_nll": 2.0})
-    latest = [{"step": s, "seconds": 3.5, "steps": 10, "loss": 4.0} for s in range(10, 850, 10)]  # 84 windows
-    latest += [{"step": 400, "valid_nll": 3.1}, {"step": 800, "valid_nll": 2.9}]  # best so far: step 800
+    earlier = windows(2000, 100, 60.0, started=1_000.0) + [{"step": 2000, "time": 2_300.0, "valid_nll": 2.0}]
+    latest = windows(840, 10, 3.5, started=10_000.0)  # 84 windows of 3.5 s: the last ends at 10,294 s
+    latest += [{"step": 400, "time": 10_140.5, "valid_nll": 3.1}, {"step": 800, "time": 10_281.0, "valid_nll": 2.9}]
     latest.sort(key=lambda r: r["step"])
-    latest.append({"step": 840, "valid_nll": 2.95})  # the final validation, after the last window
+    latest.append({"step": 845, "time": 10_300.0, "valid_nll": 2.95})  # 5 steps after the last window
     progress = demo_report.training_progress(write_lines(tmp_path / "metrics.jsonl", earlier + latest))
-    assert progress.steps == 840
-    assert progress.minutes == pytest.approx(84 * 3.5 / 60)
+    assert progress.steps == 845
+    assert progress.minutes == pytest.approx(300 / 60)
     assert progress.best_step == 800
 
 
@@ -82,8 +87,8 @@ def test_the_closing_text_is_computed_from_the_run_directory(tmp_path, capsys):
                         ("lead3", LEAD3)):
         (run / name).mkdir(parents=True)
         (run / name / "scores.json").write_text(json.dumps(scores(rouge)), encoding="utf-8")
-    write_lines(run / "metrics.jsonl", [{"step": s, "seconds": 3.6, "steps": 10} for s in range(10, 850, 10)]
-                + [{"step": 840, "valid_nll": 2.9}])
+    write_lines(run / "metrics.jsonl", windows(840, 10, 3.5, started=0.0) + [{"step": 840, "time": 300.0,
+                                                                              "valid_nll": 2.9}])
     assert demo_report.main([str(run), "--rows", "400-500", "--curve", str(tmp_path / "none.jsonl")]) == 0
     out = " ".join(capsys.readouterr().out.split())  # as read, whatever the line wrapping
     assert "validation dialogues 400-500" in out
