@@ -25,6 +25,7 @@ from agentsum.data.dataset import DataConfig, DataSource
 from agentsum.decoding.search import SearchConfig
 from agentsum.fields import ConfigError, fill_dataclass
 from agentsum.models import MODEL_TYPES
+from agentsum.models.dca import MAX_AGENT_INDEX
 
 __all__ = ["CHOICES", "Config", "ConfigError", "DataConfig", "DataSource", "TrainConfig", "SearchConfig",
            "apply_overrides", "load_config", "preset_names", "read_yaml"]
@@ -136,13 +137,39 @@ class Config:
         model = {"type": "dca", **(raw.get("model") or {})}
         _check_model_section(model, f"{where}: model")
         config = cls(
-            data=fill_dataclass(DataConfig, data_raw, f"{where}: data"),
+            data=_fill_data(data_raw, where),
             model=model,
             train=fill_dataclass(TrainConfig, raw.get("train") or {}, f"{where}: train"),
             search=fill_dataclass(SearchConfig, raw.get("search") or {}, f"{where}: search"),
         )
         _check_choices(config, where)
+        _check_agent_positions(config, where)
         return config
+
+
+def _fill_data(raw: dict, where: str) -> DataConfig:
+    """The data section; DataConfig's own checks of the agent settings (``data.agents`` a positive
+    integer or auto, ...) are named with where they come from."""
+    try:
+        return fill_dataclass(DataConfig, raw, f"{where}: data")
+    except ConfigError as e:
+        if str(e).startswith(where):
+            raise
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _check_agent_positions(config: Config, where: str) -> None:
+    """model.agent_index has a fixed number of agent positions (eq 10's e_a): a run whose documents may
+    get more agents fails when its configuration is read, not at the first long document."""
+    if config.model.get("type") != "dca" or not config.model.get("agent_index"):
+        return
+    data = config.data
+    if data.auto_agents and (data.max_agents is None or data.max_agents > MAX_AGENT_INDEX):
+        raise ConfigError(f"{where}: model.agent_index holds {MAX_AGENT_INDEX} agent positions; with data.agents: "
+                          f"auto set data.max_agents to at most {MAX_AGENT_INDEX} (it is {data.max_agents})")
+    if not data.auto_agents and data.agents > MAX_AGENT_INDEX:
+        raise ConfigError(f"{where}: model.agent_index holds {MAX_AGENT_INDEX} agent positions; data.agents is "
+                          f"{data.agents}")
 
 
 def _check_choices(config: Config, where: str) -> None:

@@ -29,6 +29,15 @@ and rule 2 cuts sentences longer than an equal share, ceil(tokens / M) (``piece`
 only balances the shares along sentence breaks. Choice: Table 6's budgets stay the default, as
 printed; on CNN/DM they cut 800-token articles to 720 tokens on average under three agents.
 
+``data.agents: auto`` (:func:`auto_agent_count`) gives each document as many agents as it needs:
+the fewest agents whose sentence-aligned groups of at most ``budget`` tokens (rule 2's pieces kept
+whole) hold all of its first ``max_article_tokens`` tokens. That is at least ceil(n / budget) for n
+tokens, and more where sentence breaks fall badly (three sentences of 250 tokens under a budget of
+400 need three agents, not two). Choice: with exactly ceil(n / budget) agents a sentence-aligned
+split under the budget may not exist, and rule 4 would then drop the tail; one more agent keeps
+every token and every sentence whole. Capped at ``max_agents``, the document is truncated to
+``max_agents * budget`` tokens and rules 1-4 apply as for a fixed M.
+
 Invariant in every case: concatenating the agents in order yields the truncated token sequence
 or a prefix of it; no token is duplicated or reordered, and no agent exceeds ``budget``.
 
@@ -59,6 +68,21 @@ def default_agent_budget(n_agents: int, max_article_tokens: int) -> int:
     if n_agents in PAPER_AGENT_BUDGET:
         return min(PAPER_AGENT_BUDGET[n_agents], max_article_tokens)
     return math.ceil(max_article_tokens / n_agents)
+
+
+def auto_agent_count(sentences: Sequence[Sequence[str]], budget: int, max_article_tokens: int,
+                     max_agents: int | None = None) -> int:
+    """Agents a document gets under ``data.agents: auto`` (see the module docstring): the fewest
+    whose sentence-aligned groups of at most ``budget`` tokens hold its first ``max_article_tokens``
+    tokens, at most ``max_agents`` (None: no cap), at least 1 (an empty document gets one empty agent).
+    :func:`split_among_agents` with this many agents keeps every one of those tokens when uncapped."""
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    if max_agents is not None and max_agents < 1:
+        raise ValueError(f"max_agents must be >= 1 or None, got {max_agents}")
+    kept = _truncate(sentences, max_article_tokens)
+    needed = max(1, _groups_needed([len(u) for sentence in kept for u in _cut(sentence, budget)], budget))
+    return needed if max_agents is None else min(needed, max_agents)
 
 
 def split_among_agents(

@@ -24,9 +24,12 @@ class Batch:
         src_ids:      (B, A, S) int64. Source ids over the fixed vocabulary (OOV -> UNK); encoder input.
         src_ext_ids:  (B, A, S) int64. Source ids over the extended vocabulary (OOV -> V + k); copy targets.
         src_mask:     (B, A, S) bool. True on real tokens, False on padding.
-        src_lengths:  (B, A) int64. Tokens per agent; 0 for an agent that received no text.
+        src_lengths:  (B, A) int64. Tokens per agent; 0 for an agent that received no text, and for the
+                      padding agents of a document with fewer agents than the batch's largest A
+                      (``data.agents: auto``): models treat both alike (no message, attention or copy).
         oov_words:    B lists of str. Document b's OOV word k has extended id V + k.
-        src_tokens:   B lists of A lists of str. The agent token strings (for UNK replacement).
+        src_tokens:   B lists of A lists of str. The agent token strings (for UNK replacement); padding
+                      agents are empty lists.
         tgt_in:       (B, T) int64 or None. Decoder input: BOS + summary, extended ids mapped to UNK.
         tgt_out:      (B, T) int64 or None. Decoder target: summary + EOS over the extended vocabulary
                       (an OOV word found in the source gets its extended id, otherwise UNK); PAD after EOS.
@@ -103,7 +106,9 @@ def make_batch(
     """Pad and index a list of documents.
 
     Args:
-        agents: B documents, each a list of A token lists (all documents must have the same A).
+        agents: B documents, each a list of token lists, one per agent. Documents with fewer agents than
+            the batch's largest A (``data.agents: auto``) get empty padding agents after their own: an
+            empty agent is length 0, which every model masks like an agent that received no text.
         vocab: the fixed vocabulary.
         summaries: B target token lists (already truncated), or None for inference.
         references: B reference strings for ROUGE (sentences on separate lines).
@@ -117,9 +122,10 @@ def make_batch(
     B = len(agents)
     if B == 0:
         raise ValueError("cannot build a batch of zero documents")
-    A = len(agents[0])
-    if any(len(doc) != A for doc in agents):
-        raise ValueError(f"every document must be split among the same number of agents ({A})")
+    A = max(len(doc) for doc in agents)
+    if A == 0:
+        raise ValueError("cannot build a batch of documents without agents")
+    agents = [list(doc) + [[]] * (A - len(doc)) for doc in agents]  # padding agents, length 0
     S = round_up(max(1, max(len(chunk) for doc in agents for chunk in doc)), pad_multiple)
 
     src_ids = torch.full((B, A, S), PAD_ID, dtype=torch.long)

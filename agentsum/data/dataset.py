@@ -14,12 +14,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentsum.data import sources
-from agentsum.data.agents import default_agent_budget, split_among_agents
+from agentsum.data.agents import auto_agent_count, default_agent_budget, split_among_agents
 from agentsum.data.batch import Batch, make_batch
 from agentsum.data.corpus import Example
 from agentsum.data.language import TextProcessor, text_processor
 from agentsum.data.records import ReadStats
 from agentsum.data.vocab import Vocabulary
+from agentsum.fields import ConfigError
+
+#: ``data.agents: auto``: each document gets as many agents as its length needs (``data.agent_tokens`` each).
+AUTO_AGENTS = "auto"
+#: ``data.agent_tokens`` under ``data.agents: auto`` when it is not set: the paper's 400-token truncation
+#: (Table 6), the length one agent of its single-agent baseline reads.
+AUTO_AGENT_TOKENS = 400
+
+#: The annotation of ``data.agents``: a positive integer M, or "auto". A name of its own, so that
+#: :func:`agentsum.fields.fill_dataclass` passes the value through and :meth:`DataConfig.__post_init__`
+#: checks it.
+AgentCount = int | str
 
 
 @dataclass
@@ -45,9 +57,13 @@ class DataConfig:
     zh_rouge_unit: str = "char"  # Chinese ROUGE on characters (default) or jieba words
     dialogue: bool = False  # articles are dialogues (SAMSum, DialogSum): each line one utterance, one sentence
     min_human_label: int | None = None  # LCSTS PART II/III: keep pairs scored >= this (test set: 3)
-    agents: int = 3  # M; 1 is the single-agent baseline
+    # M, the same for every document (1 is the single-agent baseline); or "auto": as many agents
+    # of data.agent_tokens as each document needs (agentsum.data.agents.auto_agent_count)
+    agents: AgentCount = 3
     max_article_tokens: int = 400  # paper: 400 or 800
-    agent_tokens: int | None = None  # per-agent budget; None = the paper's Table 6 value for M
+    # per-agent budget; None = the paper's Table 6 value for M, or 400 (AUTO_AGENT_TOKENS) under agents: auto
+    agent_tokens: int | None = None
+    max_agents: int | None = None  # agents: auto only: at most this many agents (None: as max_article_tokens allows)
     # table6: each agent reads at most its Table 6 budget (3 x 250 = 750 of 800 tokens, less where sentence
     # breaks fall badly); whole: the agents share all max_article_tokens, balanced along sentences, so M
     # agents read the same tokens as one agent does
@@ -60,6 +76,35 @@ class DataConfig:
     store: bool = True
     store_dir: str | None = None  # where the stores live (STORE_DIR/train, STORE_DIR/valid); None: RUN_DIR/data
     prepare_workers: int | None = None  # processes that prepare a store; None: the cores available
+
+    def __post_init__(self):
+        problem = agents_problem(self)
+        if problem is not None:
+            raise ConfigError(problem)
+
+    @property
+    def auto_agents(self) -> bool:
+        """Whether each document gets its own number of agents (``data.agents: auto``)."""
+        return self.agents == AUTO_AGENTS
+
+
+def agents_problem(cfg: DataConfig) -> str | None:
+    """What is wrong with the agent settings (``data.agents``, ``agent_tokens``, ``max_agents``), in
+    words naming the setting; None when they are usable."""
+    agents = cfg.agents
+    if isinstance(agents, bool) or not (agents == AUTO_AGENTS or (isinstance(agents, int) and agents >= 1)):
+        return f"data.agents must be a positive integer or auto; got {agents!r}"
+    for name in ("agent_tokens", "max_agents", "max_article_tokens"):
+        value = getattr(cfg, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            return f"data.{name} must be a positive integer{'' if name == 'max_article_tokens' else ' or null'}; " \
+                   f"got {value!r}"
+    if agents != AUTO_AGENTS and cfg.max_agents is not None:
+        return f"data.max_agents ({cfg.max_agents}) applies only with data.agents: auto; data.agents is {agents}"
+    if agents == AUTO_AGENTS and cfg.agent_split == "whole":
+        return ("data.agents: auto gives each agent data.agent_tokens tokens and data.agent_split: whole gives one "
+                "agent the whole truncation; give one (agent_split: table6 with agents: auto)")
+    return None
 
 
 @dataclass
@@ -129,18 +174,29 @@ def agent_budget(cfg: DataConfig) -> int:
     (``agent_split: table6``), or the whole truncation (``agent_split: whole``): with that budget
     the balanced split of :mod:`agentsum.data.agents` keeps every one of the first
     ``max_article_tokens`` tokens and only balances the agents' shares along sentence breaks."""
+    if cfg.auto_agents:
+        return cfg.agent_tokens or AUTO_AGENT_TOKENS
     if cfg.agent_split == "whole":
         return cfg.max_article_tokens
     return cfg.agent_tokens or default_agent_budget(cfg.agents, cfg.max_article_tokens)
 
 
 def kept_tokens(cfg: DataConfig) -> int:
-    """How many of an article's first tokens the agents read: min(max_article_tokens, agents x budget)."""
+    """How many of an article's first tokens the agents read: min(max_article_tokens, agents x budget),
+    where agents is ``data.max_agents`` under ``agents: auto`` (no cap when it is not set)."""
+    if cfg.auto_agents:
+        return cfg.max_article_tokens if cfg.max_agents is None else \
+            min(cfg.max_article_tokens, cfg.max_agents * agent_budget(cfg))
     return min(cfg.max_article_tokens, cfg.agents * agent_budget(cfg))
 
 
 def split_article(sentences: Sequence[Sequence[str]], cfg: DataConfig) -> list[list[str]]:
-    """An article's tokenized sentences split among ``cfg.agents`` agents as ``cfg`` says."""
+    """An article's tokenized sentences split among ``cfg.agents`` agents as ``cfg`` says; under
+    ``agents: auto``, among as many as :func:`agentsum.data.agents.auto_agent_count` gives it."""
+    if cfg.auto_agents:
+        budget = agent_budget(cfg)
+        n_agents = auto_agent_count(sentences, budget, cfg.max_article_tokens, cfg.max_agents)
+        return split_among_agents(sentences, n_agents, budget, cfg.max_article_tokens)
     # agent_split: whole cuts a sentence longer than an equal share, so that every agent gets text
     piece = -(-cfg.max_article_tokens // cfg.agents) if cfg.agent_split == "whole" else None
     return split_among_agents(sentences, cfg.agents, agent_budget(cfg), cfg.max_article_tokens, piece)

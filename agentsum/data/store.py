@@ -5,7 +5,8 @@ tokenizes and splits it among the agents in worker processes, and writes a *stor
 
     manifest.json     what the store was prepared from (the key), its counts, each file's size and CRC-32
     documents.arrow   Arrow IPC file, one row per document: id, article token ids (the agents' tokens
-                      in order), agent lengths (fixed-size list of M), summary token ids, reference text
+                      in order), agent lengths (a fixed-size list of M; under ``data.agents: auto`` a
+                      list as long as the document's own agent count), summary token ids, reference text
     types.arrow       Arrow IPC file: every token type of the corpus with its count, by descending count
                       (ties alphabetical, as :meth:`Vocabulary.build`); a token id is a row of this file
 
@@ -138,6 +139,8 @@ def store_key(source: DataSource, cfg: DataConfig) -> dict[str, Any]:
     """The key a store is prepared under: the source (identity and row range) and the token settings."""
     settings = {name: getattr(cfg, name) for name in KEY_SETTINGS}
     settings["agent_tokens"] = agent_budget(cfg)  # the resolved per-agent budget (Table 6 default applied)
+    if cfg.auto_agents:  # only then: the keys of stores prepared before max_agents existed stay as they were
+        settings["max_agents"] = cfg.max_agents
     return {"source": {**source_identity(source.path), "start": source.start or 0, "end": source.end},
             "settings": settings, "preprocessing": PREPROCESSING_VERSION, "format": STORE_FORMAT}
 
@@ -171,7 +174,8 @@ class _Chunk:
     references: Any
     article_offsets: np.ndarray
     article_tokens: np.ndarray
-    agent_lengths: np.ndarray  # (n, M)
+    agent_offsets: np.ndarray  # (n + 1,): document j's agents are agent_lengths[offsets[j]:offsets[j + 1]]
+    agent_lengths: np.ndarray  # tokens per agent, every document's agents in order
     summary_offsets: np.ndarray
     summary_tokens: np.ndarray
 
@@ -205,7 +209,7 @@ class CorpusStore(Sequence[Document]):
             self._chunks.append(_Chunk(
                 ids=batch.column("id"), references=batch.column("reference"),
                 article_offsets=article.offsets.to_numpy(), article_tokens=article.values.to_numpy(),
-                agent_lengths=batch.column("agent_lengths").values.to_numpy().reshape(batch.num_rows, -1),
+                **_agent_lengths(pa, batch.column("agent_lengths")),
                 summary_offsets=summary.offsets.to_numpy(), summary_tokens=summary.values.to_numpy()))
             starts.append(starts[-1] + batch.num_rows)
         self._starts = starts
@@ -241,7 +245,7 @@ class CorpusStore(Sequence[Document]):
         c, j = self._chunks[k], index - self._starts[k]
         words = self._words(c.article_tokens[c.article_offsets[j]:c.article_offsets[j + 1]])
         agents, start = [], 0
-        for n in c.agent_lengths[j].tolist():
+        for n in c.agent_lengths[c.agent_offsets[j]:c.agent_offsets[j + 1]].tolist():
             agents.append(words[start:start + n])
             start += n
         summary = self._words(c.summary_tokens[c.summary_offsets[j]:c.summary_offsets[j + 1]])
@@ -276,6 +280,16 @@ class CorpusStore(Sequence[Document]):
 
     def check_key(self, wanted: dict[str, Any]) -> None:
         check_key(self.path, self.manifest, wanted)
+
+
+def _agent_lengths(pa, column) -> dict[str, np.ndarray]:
+    """A record batch's agent lengths as offsets and values: a fixed-size list (a fixed M) or a list
+    (``data.agents: auto``, each document its own count)."""
+    values = column.values.to_numpy()
+    if pa.types.is_fixed_size_list(column.type):
+        size = column.type.list_size
+        return {"agent_offsets": np.arange(len(column) + 1, dtype=np.int64) * size, "agent_lengths": values}
+    return {"agent_offsets": column.offsets.to_numpy(), "agent_lengths": values}
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -371,7 +385,7 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
     cfg, language = _worker_cfg, _worker_language
     article: list[str] = []
     summary: list[str] = []
-    summary_lengths, agent_lengths, ids, references = [], [], [], []
+    summary_lengths, agent_lengths, agent_counts, ids, references = [], [], [], [], []
     dropped = 0
     for doc_id, text, target in rows:
         doc = prepare(Example(doc_id, text, target, ""), cfg, language)
@@ -382,7 +396,8 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
             article.extend(chunk)
         summary.extend(doc.summary)
         summary_lengths.append(len(doc.summary))
-        agent_lengths.append([len(chunk) for chunk in doc.agents])
+        agent_lengths.extend(len(chunk) for chunk in doc.agents)
+        agent_counts.append(len(doc.agents))
         ids.append(doc.id)
         references.append(doc.reference)
     # First-seen ids in one pass over the tokens, all of it in C: a missing token takes the next
@@ -393,7 +408,8 @@ def _prepare_chunk(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
     return {"types": list(index), "article": article_ids,
             "summary_lengths": np.asarray(summary_lengths, dtype=np.int64),
             "summary": summary_ids,
-            "agent_lengths": np.asarray(agent_lengths, dtype=np.int32).reshape(len(ids), cfg.agents),
+            "agent_lengths": np.asarray(agent_lengths, dtype=np.int32),
+            "agent_counts": np.asarray(agent_counts, dtype=np.int64),
             "ids": ids, "references": references, "dropped": dropped}
 
 
@@ -488,7 +504,9 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
     total = estimate_rows(source.path, source.start, source.end)
     shown = Progress(f"preparing {source.path}", total, enabled=progress)
     schema = pa.schema([("id", pa.string()), ("article", pa.list_(pa.int32())),
-                        ("agent_lengths", pa.list_(pa.int32(), cfg.agents)), ("summary", pa.list_(pa.int32())),
+                        # a fixed M keeps the fixed-size list of the stores written before agents: auto
+                        ("agent_lengths", pa.list_(pa.int32(), -1 if cfg.auto_agents else cfg.agents)),
+                        ("summary", pa.list_(pa.int32())),
                         ("reference", pa.string())])
     # corpus-wide first-seen ids; a missing type takes the next number (one C-level lookup per type,
     # as in the workers' _prepare_chunk)
@@ -508,7 +526,7 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
                 article, summary = lut[part["article"]], lut[part["summary"]]
                 counts[: len(type_index)] += np.bincount(article, minlength=len(type_index))[: len(type_index)]
                 counts[: len(type_index)] += np.bincount(summary, minlength=len(type_index))[: len(type_index)]
-                writer.write_batch(_record_batch(pa, schema, part, article, summary, cfg.agents))
+                writer.write_batch(_record_batch(pa, schema, part, article, summary, cfg))
                 kept += len(part["ids"])
                 dropped += part["dropped"]
                 shown.update(kept + dropped)
@@ -551,16 +569,23 @@ def prepare_store(source: DataSource, cfg: DataConfig, path: str | Path, *, work
     return CorpusStore(path, verify=False)
 
 
-def _record_batch(pa, schema, part: dict[str, Any], article: np.ndarray, summary: np.ndarray, agents: int):
+def _record_batch(pa, schema, part: dict[str, Any], article: np.ndarray, summary: np.ndarray, cfg: DataConfig):
     n = len(part["ids"])
+    agent_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(part["agent_counts"], out=agent_offsets[1:])
     article_offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(part["agent_lengths"].sum(axis=1), out=article_offsets[1:])
+    np.cumsum(np.add.reduceat(part["agent_lengths"], agent_offsets[:-1]) if n else [], out=article_offsets[1:])
+    lengths = pa.array(part["agent_lengths"], pa.int32())
+    if cfg.auto_agents:
+        agent_lengths = pa.ListArray.from_arrays(pa.array(agent_offsets.astype(np.int32)), lengths)
+    else:
+        agent_lengths = pa.FixedSizeListArray.from_arrays(lengths, cfg.agents)
     summary_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(part["summary_lengths"], out=summary_offsets[1:])
     return pa.record_batch([
         pa.array(part["ids"], pa.string()),
         pa.ListArray.from_arrays(pa.array(article_offsets), pa.array(article, pa.int32())),
-        pa.FixedSizeListArray.from_arrays(pa.array(part["agent_lengths"].ravel(), pa.int32()), agents),
+        agent_lengths,
         pa.ListArray.from_arrays(pa.array(summary_offsets), pa.array(summary, pa.int32())),
         pa.array(part["references"], pa.string()),
     ], schema=schema)

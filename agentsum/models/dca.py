@@ -348,7 +348,8 @@ class DCA(nn.Module):
         agent_features = self.w7(context) + self.w8(s).unsqueeze(2)  # (B, T, A, H)
         if self.config.agent_index:  # + e_a, the agent's position
             if A > MAX_AGENT_INDEX:
-                raise ValueError(f"model.agent_index holds {MAX_AGENT_INDEX} agent positions; the batch has {A} agents")
+                raise ValueError(f"model.agent_index holds {MAX_AGENT_INDEX} agent positions; the batch has {A} agents "
+                                 f"(set data.max_agents, or data.agents, to at most {MAX_AGENT_INDEX})")
             agent_features = agent_features + self.agent_position.weight[:A]
         agent_scores = self.v3(torch.tanh(agent_features)).squeeze(-1)  # (B, T, A)
         agent_attn = masked_softmax(agent_scores, enc.agent_mask.unsqueeze(1))

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from agentsum.data.agents import PAPER_AGENT_BUDGET, default_agent_budget, split_among_agents
+from agentsum.data.agents import PAPER_AGENT_BUDGET, auto_agent_count, default_agent_budget, split_among_agents
 
 
 def make_doc(*lengths):
@@ -135,3 +135,44 @@ def test_random_documents_keep_invariants():
             for agent in agents:
                 assert pos in starts or pos >= limit
                 pos += len(agent)
+
+
+def test_auto_agents_are_the_fewest_that_hold_every_sentence_whole():
+    """data.agents: auto: three sentences of 250 tokens under a budget of 400 are 750 tokens, ceil = 2
+    agents, but no two sentence-aligned groups of <= 400 hold them: three agents keep every token."""
+    doc = make_doc(250, 250, 250)
+    assert auto_agent_count(doc, 400, 10_000) == 3
+    assert [len(a) for a in split_among_agents(doc, 3, 400, 10_000)] == [250, 250, 250]
+    assert auto_agent_count(make_doc(100, 100, 150), 400, 10_000) == 1
+    assert auto_agent_count(make_doc(300, 100, 200), 400, 10_000) == 2
+    assert auto_agent_count(make_doc(900), 400, 10_000) == 3  # an over-long sentence in 3 pieces of 300
+    assert auto_agent_count([], 400, 10_000) == auto_agent_count(make_doc(0, 0), 400, 10_000) == 1
+    assert auto_agent_count(make_doc(250, 250, 250), 400, 500) == 2  # only the first 500 tokens count
+    assert auto_agent_count(doc, 400, 10_000, max_agents=2) == 2
+    with pytest.raises(ValueError):
+        auto_agent_count(doc, 0, 10)
+    with pytest.raises(ValueError):
+        auto_agent_count(doc, 10, 10, max_agents=0)
+
+
+def test_random_documents_under_auto_agents_keep_every_token_in_as_few_agents_as_possible():
+    rng = random.Random(99)
+    for _ in range(300):
+        budget = rng.randint(1, 60)
+        max_tokens = rng.randint(1, 400)
+        doc = make_doc(*(rng.choice([0, 1, 3, 8, 15, 30, 70]) for _ in range(rng.randint(1, 25))))
+        truncated = flat(doc)[:max_tokens]
+        count = auto_agent_count(doc, budget, max_tokens)
+        agents = split_among_agents(doc, count, budget, max_tokens)
+        assert flat(agents) == truncated  # every token, in order
+        assert all(len(a) <= budget for a in agents)
+        assert count >= -(-len(truncated) // budget)
+        if truncated:
+            assert all(agents)  # no agent is left empty when the fewest are used
+        if count > 1:  # one agent fewer cannot hold them all
+            assert flat(split_among_agents(doc, count - 1, budget, max_tokens)) != truncated
+        cap = rng.randint(1, 4)
+        capped = split_among_agents(doc, auto_agent_count(doc, budget, max_tokens, cap), budget, max_tokens)
+        assert len(capped) == min(count, cap)
+        assert flat(capped) == truncated[: len(flat(capped))]  # a prefix, truncated to cap x budget
+        assert len(flat(capped)) <= cap * budget

@@ -65,9 +65,26 @@ def test_select_and_to_keep_every_field_aligned():
 def test_bad_batches_are_refused():
     with pytest.raises(ValueError, match="zero documents"):
         make_batch([], VOCAB)
-    with pytest.raises(ValueError, match="same number of agents"):
-        make_batch([[["a"]], [["a"], ["b"]]], VOCAB)
+    with pytest.raises(ValueError, match="without agents"):
+        make_batch([[], []], VOCAB)
     with pytest.raises(ValueError, match="summaries for"):
         make_batch(DOCS, VOCAB, summaries=[["a"]])
     with pytest.raises(ValueError, match="pad_multiple"):
         make_batch(DOCS, VOCAB, pad_multiple=0)
+
+
+def test_documents_with_fewer_agents_get_empty_padding_agents():
+    """data.agents: auto: a batch mixes agent counts; the shorter documents are padded with agents of
+    length 0, masked like an agent that received no text, after their own agents."""
+    docs = [[["the", "cat"]], [["a", "dog"], ["the", "zebra", "sat"], ["."]]]
+    b = make_batch(docs, VOCAB, summaries=[["the"], ["a"]])
+    assert b.n_agents == 3 and b.src_ids.shape == (2, 3, 3)
+    assert b.src_lengths.tolist() == [[2, 0, 0], [2, 3, 1]]
+    assert b.agent_mask.tolist() == [[True, False, False], [True, True, True]]
+    assert not b.src_mask[0, 1:].any() and (b.src_ids[0, 1:] == PAD_ID).all()
+    assert b.src_tokens == [[["the", "cat"], [], []], docs[1]]
+    assert b.oov_words == [[], ["zebra"]]
+    # the first document's own fields are those of its batch alone, up to the padding
+    alone = make_batch(docs[:1], VOCAB, summaries=[["the"]])
+    assert b.src_ids[0, :1, :2].tolist() == alone.src_ids[0].tolist()
+    assert b.tgt_out[0].tolist() == alone.tgt_out[0].tolist()

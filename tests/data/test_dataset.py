@@ -169,3 +169,67 @@ def test_agent_split_whole_refuses_an_agent_budget_too():
 
     with pytest.raises(ConfigError, match=r"agent_tokens \(100\) and data.agent_split: whole"):
         load_config("m6", ["data.agent_split=whole", "data.agent_tokens=100"])
+
+
+def test_auto_agents_give_each_document_as_many_agents_of_agent_tokens_as_it_needs():
+    short, long_ = _long_articles(2, seed=5)
+    short = dataclasses.replace(short, article=" ".join(short.article.split()[:120]))
+    cfg = DataConfig(agents="auto", agent_tokens=200, max_article_tokens=1000)
+    one = DataConfig(agents=1, max_article_tokens=1000)
+    for ex in (short, long_):
+        agents = prepare(ex, cfg).agents
+        single = prepare(ex, one).agents[0]
+        assert [t for a in agents for t in a] == single  # every token of the truncation
+        assert all(0 < len(a) <= 200 for a in agents) and len(agents) >= -(-len(single) // 200)
+    assert len(prepare(short, cfg).agents) == 1 and len(prepare(long_, cfg).agents) >= 5
+    capped = prepare(long_, dataclasses.replace(cfg, max_agents=3)).agents
+    assert len(capped) == 3 and sum(map(len, capped)) <= 600
+    default = DataConfig(agents="auto", max_article_tokens=1000)
+    assert all(len(a) <= 400 for a in prepare(long_, default).agents)  # agent_tokens defaults to 400
+    assert len(prepare(long_, default).agents) >= 3
+    # a batch mixes the counts: the short document's agent is padded with empty agents
+    docs = [prepare(short, cfg), prepare(long_, cfg)]
+    batch = to_batch(docs, Vocabulary.build([a for d in docs for a in d.agents]))
+    assert batch.n_agents == len(docs[1].agents) and batch.src_lengths[0, 1:].eq(0).all()
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("data.agents=0", "data.agents must be a positive integer or auto; got 0"),
+    ("data.agents=foo", "data.agents must be a positive integer or auto; got 'foo'"),
+    ("data.agents=-2", "data.agents must be a positive integer or auto"),
+    ("data.agent_tokens=0", "data.agent_tokens must be a positive integer"),
+    ("data.max_agents=4", "data.max_agents .4. applies only with data.agents: auto"),
+])
+def test_bad_agent_settings_are_named(setting, message):
+    from agentsum.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=message):
+        load_config("m6", [setting])
+
+
+def test_bad_auto_agent_settings_are_named():
+    from agentsum.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="data.agent_tokens must be a positive integer"):
+        load_config("m6", ["data.agents=auto", "data.agent_tokens=-5"])
+    with pytest.raises(ConfigError, match="data.agents: auto .* data.agent_split: whole"):
+        load_config("m6", ["data.agents=auto", "data.agent_split=whole"])
+    with pytest.raises(ConfigError, match="data.max_agents must be a positive integer"):
+        load_config("m6", ["data.agents=auto", "data.max_agents=0"])
+    assert load_config("m6", ["data.agents=auto", "data.max_agents=8"]).data.max_agents == 8
+
+
+def test_the_agent_index_needs_a_cap_on_auto_agents():
+    """model.agent_index has MAX_AGENT_INDEX positions (e_a of eq 10): agents: auto without a cap that
+    fits is refused when the configuration is read."""
+    from agentsum.config import ConfigError, load_config
+    from agentsum.models.dca import MAX_AGENT_INDEX
+
+    with pytest.raises(ConfigError, match="model.agent_index holds 16 agent positions.*data.max_agents"):
+        load_config("m6", ["data.agents=auto", "model.agent_index=true"])
+    with pytest.raises(ConfigError, match="data.max_agents"):
+        load_config("m6", ["data.agents=auto", "model.agent_index=true", f"data.max_agents={MAX_AGENT_INDEX + 1}"])
+    with pytest.raises(ConfigError, match="model.agent_index holds 16 agent positions; data.agents is 17"):
+        load_config("m6", ["data.agents=17", "model.agent_index=true"])
+    assert load_config("m6", ["data.agents=auto", "model.agent_index=true",
+                              f"data.max_agents={MAX_AGENT_INDEX}"]).data.auto_agents

@@ -52,6 +52,8 @@ def assert_same_documents(store, docs):
     {},  # three agents, the paper's split
     {"agents": 1, "max_article_tokens": 30},
     {"agents": 2, "max_article_tokens": 50, "agent_tokens": 20, "lowercase": False},
+    {"agents": "auto", "agent_tokens": 25},  # each document its own number of agents
+    {"agents": "auto", "agent_tokens": 20, "max_agents": 3},
 ])
 def test_store_holds_the_documents_and_vocabulary_of_the_in_memory_path(tmp_path, settings, monkeypatch):
     from agentsum.data import store as store_module
@@ -67,6 +69,25 @@ def test_store_holds_the_documents_and_vocabulary_of_the_in_memory_path(tmp_path
     for size in (5, 40, 100_000):  # any V from the same store: ids >= V are in-article OOVs
         assert store.vocabulary(size) == build_vocab(docs, size)
     assert store.vocabulary(40).itos != store.vocabulary(41).itos
+
+
+def test_a_store_of_documents_with_their_own_agent_counts_reads_back_as_prepared_in_memory(tmp_path):
+    """data.agents: auto: agent counts vary from document to document, in the store as in memory
+    (data.store: false), through worker processes too; the key holds max_agents, so a store prepared
+    under another cap is refused."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", varied_rows(200, seed=3))
+    cfg = DataConfig(agents="auto", agent_tokens=15, max_article_tokens=200, max_summary_tokens=15)
+    source = DataSource(corpus)
+    docs = load_documents(source, cfg)
+    counts = [len(d.agents) for d in docs]
+    assert len(set(counts)) >= 4  # from a few agents to many
+    assert all(a for d in docs for a in d.agents)  # no empty agent under auto (nothing is padding yet)
+    store = open_or_prepare(source, cfg, tmp_path / "store", workers=2, progress=False)
+    assert_same_documents(store, docs)
+    assert json.loads((tmp_path / "store" / MANIFEST).read_text())["agents"] == "auto"
+    with pytest.raises(StoreError, match="data.max_agents"):
+        open_or_prepare(source, DataConfig(agents="auto", agent_tokens=15, max_article_tokens=200,
+                                           max_summary_tokens=15, max_agents=4), tmp_path / "store", progress=False)
 
 
 def test_worker_processes_write_the_same_store_as_one_process(tmp_path):
