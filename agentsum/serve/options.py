@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_device_option(p)
     p.add_argument("--threads", dest="serve_threads", type=int, metavar="N",
                    help="torch CPU threads for the model (default: torch's choice)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn and agentsum log level (default info)")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
