@@ -169,6 +169,11 @@ def _model_label(config, given: str | None) -> str:
     if given:
         return given
     a = config.data.agents
+    if a == "auto":  # data.agents: auto, each document its own count
+        from agentsum.data.dataset import agent_budget
+
+        cap = f", at most {config.data.max_agents}" if config.data.max_agents else ""
+        return f"multi-agent (auto: an agent per {agent_budget(config.data)} tokens{cap})"
     return "single-agent" if a == 1 else f"multi-agent ({a} agents)"
 
 
@@ -187,6 +192,12 @@ def analyze(checkpoint: str | Path, data: str, *, start: int | None = None, end:
     summarizer = Summarizer(checkpoint)
     config = summarizer.config
     d = config.data
+    if d.agents == "auto":
+        # Figure 4 bins every document by the attention of agent 1..A: under data.agents: auto agent k is
+        # a different share of each document (and absent from the short ones), so its panels compare
+        # nothing alike. A model of auto agents can still be the --compare model (its ROUGE-L only).
+        raise AnalysisError(f"{checkpoint}: data.agents is auto (each document its own number of agents); the "
+                            f"per-agent bins of Figure 4 need a fixed number of agents")
     label = min_human_label if min_human_label is not None else d.min_human_label
     examples = read_examples(DataSource(str(data), start, end), dataclasses.replace(d, min_human_label=label))
     docs = summarizer.prepare_examples(examples, keep_text=False)
