@@ -104,7 +104,7 @@ class Summarizer:
         """Summary tokens for each document, in the order given; decoded in length-sorted batches.
 
         With ``with_attention`` returns ``(tokens, attention)`` where ``attention[i]`` is document i's
-        agent attention g^t per output token, a (len, A) tensor. ``progress(n)`` is called after
+        agent attention g^t per output token, a (len, A) tensor over its own A agents. ``progress(n)`` is called after
         every batch of n documents. The model is in eval mode while it decodes and returns to its
         previous mode after.
         """
@@ -117,7 +117,8 @@ class Summarizer:
                 hyps, words = self.decode_batch(batch, search_config)
                 for i, w, g in zip(indices, words, hyps.agent_attention):
                     results[i] = w
-                    attention[i] = g
+                    # the document's own agents: a batch pads to its largest agent count (data.agents: auto)
+                    attention[i] = g[:, : max(len(docs[i].agents), 1)] if g is not None else None
                 if progress is not None:
                     progress(len(indices))
         finally:

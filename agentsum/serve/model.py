@@ -107,6 +107,9 @@ class ServedModel:
         agent_l, top_w_l, top_i_l = agent.tolist(), top_w.tolist(), top_i.tolist()
         payloads = []
         for b, ids in enumerate(token_ids):
+            # the document's own agents: the batch pads to its largest agent count (data.agents: auto),
+            # and padding agents get no attention
+            n = max(len(docs[b].agents), 1)
             per_token = []
             for t in range(len(ids)):
                 entries = []
@@ -116,9 +119,9 @@ class ServedModel:
                         continue  # padding (zero weight)
                     a, i, word = found
                     entries.append({"agent": a, "index": i, "word": word, "weight": round(w, WEIGHT_DIGITS)})
-                per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t]], "source": entries})
+                per_token.append({"agent": [round(g, WEIGHT_DIGITS) for g in agent_l[b][t][:n]], "source": entries})
             words, lines = source_view(docs[b], self.config.data)  # the article tokenized once for both
-            payloads.append({"agents": A, "source_tokens": [list(x) for x in batch.src_tokens[b]],
+            payloads.append({"agents": n, "source_tokens": [list(x) for x in batch.src_tokens[b][:n]],
                              "per_token": per_token, "source_words": words, "source_lines": lines})
         return payloads
 

@@ -128,7 +128,7 @@ class SentenceAttention(BaseModel):
 
 
 class AttentionPayload(BaseModel):
-    agents: int
+    agents: int = Field(description="the document's agents (with data.agents: auto, as many as its length needs)")
     source_tokens: list[list[str]] = Field(description="the (preprocessed, truncated) source tokens of every agent")
     source_words: list[list[str]] = Field(description="the same tokens as written in the text (original casing)")
     source_lines: list[list[int]] = Field(description="per agent, the indices of its tokens that begin a sentence "

@@ -25,7 +25,7 @@ import yaml
 
 from agentsum.config import Config, ConfigError
 from agentsum.data.batch import Batch, round_up
-from agentsum.data.dataset import (EPOCH_ORDER, LEGACY_EPOCH_ORDER, DataConfig, DataSource, Document,
+from agentsum.data.dataset import (AUTO_AGENT_TOKENS, EPOCH_ORDER, LEGACY_EPOCH_ORDER, DataConfig, DataSource, Document,
                                    document_lengths, iterate_global_batches, load_documents, sorted_batches, to_batch)
 from agentsum.data.store import CorpusStore, open_or_prepare, store_root
 from agentsum.data.vocab import Vocabulary
@@ -228,7 +228,7 @@ class Trainer:
         self.valid_docs = training_corpus(config.data.valid, config.data, self.run_dir, "valid", main=main) \
             if config.data.valid else []
         self._log(f"data: {len(self.train_docs)} training and {len(self.valid_docs)} validation documents, "
-                  f"{config.data.agents} agent(s), prepared in {time.perf_counter() - started:.1f}s")
+                  f"{_agents_shown(config.data)}, prepared in {time.perf_counter() - started:.1f}s")
         self.vocab = Vocabulary(previous["vocab"]) if previous else build_vocab(self.train_docs, config.data.vocab_size)
         self.model = build_model(config.model, len(self.vocab))
         max_positions = self.model.max_positions
@@ -612,6 +612,14 @@ class _stop_after_step:
         for signum, previous in self.previous.items():
             signal.signal(signum, previous)
         self.previous = {}
+
+
+def _agents_shown(data: DataConfig) -> str:
+    """``3 agent(s)``, or for ``data.agents: auto`` the budget and the cap."""
+    if data.agents != "auto":
+        return f"{data.agents} agent(s)"
+    cap = f", at most {data.max_agents}" if data.max_agents else ""
+    return f"agents: auto ({data.agent_tokens or AUTO_AGENT_TOKENS} tokens each{cap})"
 
 
 def _device_scalar(value, like: torch.Tensor) -> torch.Tensor:

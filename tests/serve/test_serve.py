@@ -469,3 +469,27 @@ def test_blank_is_what_a_json_schema_pattern_calls_whitespace():
     assert blank("") and blank(" \t\n\u00a0\u3000\ufeff") and not blank("\x1f") and not blank(" a ")
     # every ECMA space but the byte-order mark is a space to Python too
     assert {ch for ch in ECMA_SPACE if not re.fullmatch(r"\s", ch)} == {"\ufeff"}
+
+
+def test_auto_agents_attention_covers_each_documents_own_agents(tiny_run, tmp_path):
+    """With data.agents: auto, a short and a long text decoded in one batch each get attention over
+    their own agents only: the batch's padding agents are not shown."""
+    from agentsum.checkpoint import read_checkpoint, save_checkpoint
+    from agentsum.serve.model import ServedModel
+
+    state = read_checkpoint(tiny_run["checkpoint"])
+    state["config"]["data"].update(agents="auto", agent_tokens=10, max_article_tokens=60)
+    path = tmp_path / "auto.pt"
+    save_checkpoint(state, path)
+    served = ServedModel(path, "cpu")
+    short, long = articles(1, seed=3)[0].split(". ")[0] + ".", " ".join(articles(3, seed=4))
+    docs = served.prepare([short, long])
+    results = served.infer(docs, served.summarizer.search_config(min_length=4), attention=True)  # one batch
+    counts = [len(doc.agents) for doc in docs]
+    assert counts[0] < counts[1]  # the long text needs more agents of 10 tokens
+    for result, n in zip(results, counts):
+        attn = result["attention"]
+        assert attn["agents"] == n and len(attn["source_tokens"]) == n
+        for step in attn["per_token"]:
+            assert len(step["agent"]) == n
+            assert sum(step["agent"]) == pytest.approx(1.0, abs=1e-3)

@@ -395,3 +395,19 @@ def test_resuming_a_checkpoint_of_another_epoch_order_warns_that_the_batches_dif
     assert resumed.step == 2
     err = capsys.readouterr().err
     assert "trained with the epoch order 'random.shuffle'" in err and "'pcg64-sort'" in err
+
+
+def test_training_with_auto_agents_mixes_agent_counts_and_says_so(tmp_path, capsys):
+    """data.agents: auto trains on batches whose documents have different agent counts."""
+    rows = synthetic_rows(8)
+    for i, row in enumerate(rows):  # documents of one to five sentences: one to five 12-token agents
+        row["article"] = ". ".join(row["article"].split(". ")[: 1 + i % 5])
+    corpus = write_jsonl(tmp_path / "train.jsonl", rows)
+    config = load_config("tiny", [f"data.train={corpus}", "data.valid=null", "data.agents=auto", "data.agent_tokens=12",
+                                  "train.max_steps=3", f"train.run_dir={tmp_path / 'run'}", "train.tensorboard=false"])
+    trainer = Trainer(config)
+    counts = {len(doc.agents) for doc in trainer.train_docs}
+    assert len(counts) >= 3  # documents of different agent counts share the batches
+    trainer.run()
+    assert "agents: auto (12 tokens each)" in capsys.readouterr().err
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["step"] == 3
