@@ -404,6 +404,9 @@ def test_two_torchrun_nodes_train_as_one_node_with_two_processes(tmp_path, corpu
     assert sorted(single) == sorted(double) == list(range(1, steps + 1))
     for step in single:
         assert double[step] == pytest.approx(single[step], abs=1e-6), step
+    print("step, one node x 2 processes, two nodes x 1 process:",
+          [(step, single[step], double[step]) for step in (1, steps // 2, steps)],
+          f"largest difference {max(abs(single[s] - double[s]) for s in single):.1e}")
     for node in (0, 1):  # no shared store: each node prepared its own
         assert (tmp_path / f"store-node{node}" / "train").is_dir()
 
