@@ -21,6 +21,7 @@ Chinese output is joined by :mod:`agentsum.data.chinese` and is not touched here
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -96,8 +97,34 @@ class Casing:
         return self.forms.get(token, token)
 
 
+#: A placeholder such as SAMSum's ``<file_gif>`` or ``<file:photo>``, which the tokenizer splits into
+#: ``<`` ``file_gif`` ``>``: at most this many tokens between the brackets, each of these characters
+#: (the web page's ``PLACEHOLDER_TOKENS`` and ``PLACEHOLDER_PART``).
+_PLACEHOLDER_TOKENS = 3
+_PLACEHOLDER_PART = re.compile(r"^[\w:.\-]+$")
+
+
+def _placeholder_end(tokens: Sequence[str], i: int) -> int | None:
+    """The index of the ``>`` closing a placeholder opened by ``tokens[i] == "<"``, or None."""
+    for j in range(i + 1, min(i + 1 + _PLACEHOLDER_TOKENS, len(tokens) - 1) + 1):
+        if tokens[j] == ">" and j > i + 1:
+            return j
+        if not _PLACEHOLDER_PART.match(tokens[j]):
+            return None
+    return None
+
+
 def detokenize(tokens: Sequence[str]) -> str:
-    """PTB-like tokens -> text with natural spacing (no casing changes)."""
+    """PTB-like tokens -> text with natural spacing (no casing changes); a placeholder such as
+    ``<file_gif>`` is written as one word."""
+    tokens = list(tokens)
+    joined: list[str] = []
+    i = 0
+    while i < len(tokens):
+        end = _placeholder_end(tokens, i) if tokens[i] == "<" else None
+        joined.append("".join(tokens[i:end + 1]) if end is not None else tokens[i])
+        i = end + 1 if end is not None else i + 1
+    tokens = joined
     out: list[str] = []
     quote_open = False
     glue_next = False

@@ -105,7 +105,8 @@
   // Append tokens as spans with the spacing of ordinary text; a span written against the one before
   // it (a clitic, punctuation) is marked ``joined``, the one before it ``joins-next``, so that the pair
   // is drawn as one word. With ``lineStarts`` (token indices), each of those tokens begins a new line.
-  // ``placeholders``: show <file_gif> and the like as written (source text, not generated summaries).
+  // ``placeholders``: show <file_gif> and the like as written (in the source and in summaries, as
+  // agentsum.data.readable.detokenize writes them).
   function appendTokens(parent, tokens, makeSpan, lineStarts, placeholders) {
     const breaks = new Set(lineStarts || []);
     const spaces = spacesBefore(tokens, placeholders);
@@ -332,7 +333,7 @@
         s.style.setProperty("--tok-color", rgba(colour(top), 0.75));
         s.setAttribute("aria-label", `${tok}: mostly agent ${top + 1}`);
         return s;
-      });
+      }, null, true);
       block.appendChild(p);
       block.appendChild(agentBar(sent.agent, k));
       box.appendChild(block);

@@ -68,3 +68,11 @@ def test_speaker_tags_stay_one_token_and_print_as_written():
     assert readable(tokens, SPOKEN, dialogue=True) == (
         "#Person1# is calling about #Person2#'s order. #Person2#'s order is late."
     )
+
+
+def test_detokenize_writes_placeholders_as_one_word_and_keeps_comparisons_apart():
+    assert detokenize(["amanda", "sent", "<", "file_gif", ">", "."]) == "amanda sent <file_gif>."
+    assert detokenize(["<", "file", ":", "photo", ">", "and", "<", "file_other", ">"]) == "<file:photo> and <file_other>"
+    # a bracket that closes no short name-like run stays a word of its own
+    assert detokenize(["2", "<", "3", "and", "a", "<", "b", "c", "d", "e", ">"]) == "2 < 3 and a < b c d e >"
+    assert detokenize(["x", "<", ">", "y"]) == "x < > y"
