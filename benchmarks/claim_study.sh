@@ -12,6 +12,7 @@
 #   bash benchmarks/claim_study.sh SEED best|paper [MINUTES]
 #   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
 #   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
+#   CORPUS=ectsum bash benchmarks/claim_study.sh SEED m1-long m6 90   # earnings calls, the whole call
 #   STEPS=961 bash benchmarks/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
 #
 # Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
@@ -21,7 +22,8 @@
 # random.shuffle) is saved too: runs of one seed under different orders did not see the same batches.
 #
 # A reading names a preset and the changes on top of it:
-#   m1            CORPUS-m1 as printed         m6            CORPUS-m6 as printed (Table 6 split)
+#   m1            CORPUS-m1 as printed         m6            CORPUS-m6 as printed (Table 6 split; ectsum:
+#   m1-long       CORPUS-m1-long (ectsum: one agent over the tokens the agents read)   agents: auto)
 #   m1-if         + input feeding              m6-if         + input feeding
 #   m6-whole      + agent_split: whole         m6-if-whole   + both
 #   m6-ends       + agent_state: ends          m6-if-whole-ends  + all three
@@ -43,7 +45,9 @@ if [[ -n "${STEPS:-}" ]]; then STEP_LIMIT=(--set train.max_steps="$STEPS"); fi
 case "$CORPUS" in
   cnndm)  VALID=../shared/data/cnndm/validation_1000.jsonl; ROWS=(--start 500); EVERY=100 ;;
   samsum) VALID=../shared/data/samsum/valid.jsonl; ROWS=(); EVERY=250 ;;
-  *) echo "CORPUS must be cnndm or samsum, not $CORPUS" >&2; exit 2 ;;
+  # ECTSum: the presets select on the last 100 training calls, so all 247 validation calls are unseen
+  ectsum) VALID=../shared/data/ectsum/valid.jsonl; ROWS=(); EVERY=100 ;;
+  *) echo "CORPUS must be cnndm, samsum or ectsum, not $CORPUS" >&2; exit 2 ;;
 esac
 OUT=benchmarks/results/$CORPUS/claim
 mkdir -p runs "$OUT"
@@ -52,6 +56,7 @@ reading() {  # READING -> the preset, then its --set overrides, one per line
   case "$1" in
     m1) echo $CORPUS-m1 ;;
     m1-if) printf '%s\n' $CORPUS-m1 model.input_feeding=true ;;
+    m1-long) echo $CORPUS-m1-long ;;
     m6) echo $CORPUS-m6 ;;
     m6-if) printf '%s\n' $CORPUS-m6 model.input_feeding=true ;;
     m6-whole) printf '%s\n' $CORPUS-m6 data.agent_split=whole ;;
