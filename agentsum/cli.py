@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import json
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true",
                    help="print the model's tokens (lower-cased, space-separated, as ROUGE scores them) instead of "
                         "text cased from the article and detokenized")
+    p.add_argument("--provenance", action="store_true",
+                   help="print one JSON object per document instead (JSON Lines): the summary, and for every word "
+                        "whether it was copied from the source or generated (p_gen, copy mass), the source token it "
+                        "drew most from and its agent; for every sentence the source sentences it rests on "
+                        "(docs/provenance.md). Needs a model with a copy mechanism")
     add_device_option(p)
     add_search_options(p)
 
@@ -207,7 +213,15 @@ def cmd_summarize(args) -> int:
     started = time.perf_counter()
     shown = progress(total, "summarizing") if total > args.batch_size else None
     n = words = 0
+    if args.provenance and args.raw:
+        raise ConfigError("--provenance and --raw: choose one (--provenance gives each word's token and shown form)")
     while chunk := list(itertools.islice(examples, 1000)):
+        if args.provenance:
+            results = _explained(summarizer, chunk, search_config, args.batch_size, shown)
+            for example, result in zip(chunk, results):
+                print(json.dumps({"id": example.id, **result}, ensure_ascii=False), flush=True)
+            n, words = n + len(chunk), words + sum(len(r["words"]) for r in results)
+            continue
         texts, summaries = summarizer.summarize_examples(chunk, search_config, raw=args.raw,
                                                          batch_size=args.batch_size, progress=shown)
         for text in texts:
@@ -220,6 +234,26 @@ def cmd_summarize(args) -> int:
           f"beam {search_config.beam_size}, {words / max(n, 1):.1f} tokens per summary; model loading "
           f"excluded)", file=sys.stderr)
     return 0
+
+
+def _explained(summarizer, examples, search_config, batch_size: int, shown) -> list[dict]:
+    """:meth:`Summarizer.explain_documents` of corpus examples; a model that cannot say where its words
+    came from is an error naming --provenance."""
+    from agentsum.data.dataset import NO_WORDS, has_words
+    from agentsum.data.records import DataError
+    from agentsum.decoding.provenance import ProvenanceError
+
+    docs = summarizer.prepare_examples(examples)
+    empty = ["<stdin>" if e.origin == "-" else e.origin for e, d in zip(examples, docs) if not has_words(d)]
+    if empty:
+        raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
+    try:
+        results = summarizer.explain_documents(docs, search_config, batch_size)
+    except ProvenanceError as e:
+        raise ConfigError(f"--provenance: {e}") from None
+    if shown is not None:
+        shown(len(docs))
+    return results
 
 
 def cmd_evaluate(args) -> int:

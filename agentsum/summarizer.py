@@ -30,11 +30,12 @@ import torch
 from agentsum.config import Config
 from agentsum.data.batch import Batch
 from agentsum.data.corpus import Example
-from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, sorted_batches
+from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, sorted_batches, source_view
 from agentsum.data.language import text_processor
 from agentsum.data.records import DataError
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
+from agentsum.decoding.provenance import provenance, sentence_sources
 from agentsum.decoding.search import Hypotheses, SearchConfig, search
 from agentsum.devices import choose_device
 from agentsum.models.base import SummarizationModel
@@ -153,6 +154,72 @@ class Summarizer:
         texts = [self.language.display(t) if raw else " ".join(self.language.readable(t, d.article))
                  for t, d in zip(tokens, docs)]
         return texts, tokens
+
+    # ------------------------------------------------------------------------------ provenance
+    @torch.no_grad()
+    def explain(self, texts: str | Sequence[str], *, batch_size: int = 16, **search) -> dict | list[dict]:
+        """Summaries with the provenance of every word (:mod:`agentsum.decoding.provenance`), for one
+        text (a dict) or each text of a list. ``search``: decoding settings, as :meth:`search_config`.
+
+        Each result: ``summary`` (one sentence a line); ``words``, one per written word: ``word`` (as
+        shown), ``token`` (as the model wrote it), ``copied``, ``p_gen``, ``copy_mass``, ``source``
+        (the token position it drew most from, in the article's tokens as the agents read them, in
+        order), ``source_word`` (that token as written in the article), ``agent`` and ``agent_index``
+        (the position within the agent); ``sentences``, one per summary sentence: ``text``, ``start``
+        and ``end`` (its words), ``source_sentences`` (``agent``, ``line``, ``start``/``end`` within the
+        agent, ``share`` of the sentence's summed attention, ``text`` as written).
+        A checkpoint without a copy mechanism is a :class:`~agentsum.decoding.provenance.ProvenanceError`.
+        """
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        if not all(isinstance(t, str) for t in items):
+            raise TypeError("texts must be a string or a sequence of strings")
+        docs = self.prepare(items)
+        empty = [f"texts[{i}]" for i, d in enumerate(docs) if not has_words(d)]
+        if empty:
+            raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
+        return self.explain_documents(docs, self.search_config(**search), batch_size)[0] if single \
+            else self.explain_documents(docs, self.search_config(**search), batch_size)
+
+    @torch.no_grad()
+    def explain_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16
+                          ) -> list[dict]:
+        """:meth:`explain` for prepared documents (with their articles), in order."""
+        training = self.model.training
+        self.model.eval()
+        results: list[dict | None] = [None for _ in docs]
+        try:
+            for indices, batch in sorted_batches(docs, self.vocab, batch_size, with_targets=False):
+                batch = batch.to(self.device)
+                hyps, words = self.decode_batch(batch, search_config)
+                rows = provenance(self.model, batch, hyps.tokens)
+                for k, i in enumerate(indices):
+                    results[i] = self.explained(docs[i], words[k], rows[k], batch.src_ids.size(2))
+        finally:
+            self.model.train(training)
+        return results
+
+    def explained(self, doc: Document, tokens: list[str], rows: list[dict], tokens_per_agent: int) -> dict:
+        """One document's :meth:`explain` result from its written tokens and their provenance rows."""
+        shown = self.language.display_words(tokens, doc.article)  # sentences of words, aligned with tokens
+        texts = self.language.sentence_texts(shown)
+        source_words, source_lines = source_view(doc, self.config.data)
+        lengths = [len(agent) for agent in doc.agents]
+        words = []
+        for token, word, row in zip(tokens, (w for sentence in shown for w in sentence), rows):
+            a, i = row["agent"], row["index"]
+            words.append({"word": word, "token": token, "copied": row["copied"], "p_gen": row["p_gen"],
+                          "copy_mass": row["copy_mass"], "source": row["position"],
+                          "source_word": source_words[a][i] if a < len(source_words) and i < len(source_words[a])
+                          else None, "agent": a, "agent_index": i})
+        sources = sentence_sources(rows, shown, source_lines, tokens_per_agent, lengths)
+        sentences, start = [], 0
+        for text, sentence, chosen in zip(texts, shown, sources):
+            for source in chosen:
+                source["text"] = self.language.sentence_texts([source_words[source["agent"]][source["start"]:source["end"]]])[0]
+            sentences.append({"text": text, "start": start, "end": start + len(sentence), "source_sentences": chosen})
+            start += len(sentence)
+        return {"summary": "\n".join(texts), "words": words, "sentences": sentences}
 
     def __repr__(self) -> str:
         return f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')}, device={str(self.device)!r})"
