@@ -13,6 +13,7 @@
 #   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
 #   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
 #   CORPUS=ectsum bash benchmarks/claim_study.sh SEED m1-long m6 90   # earnings calls, the whole call
+#   RESUME=1 CORPUS=ectsum bash benchmarks/claim_study.sh SEED m1-long m6 90   # continue a stopped pair
 #   STEPS=961 bash benchmarks/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
 #
 # Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
@@ -70,15 +71,34 @@ reading "$A" > /dev/null
 reading "$B" > /dev/null
 
 # One training under a CPU budget: its PID is sampled by cpu_clock.py and stopped by a watcher.
+# RESUME=1 continues runs an earlier sitting left (killed, or the machine taken back): each goes on
+# from its last.pt (--resume auto), and its budget counts the CPU it had spent up to that checkpoint.
 train() {  # READING
-  local run=runs/$CORPUS-$1-s$SEED lines args=() config
+  local run=runs/$CORPUS-$1-s$SEED lines args=() config offset=0
   mapfile -t lines < <(reading "$1")
   config=${lines[0]}
   for setting in "${lines[@]:1}"; do args+=(--set "$setting"); done
+  if [[ -n "${RESUME:-}" && -f "$run/checkpoints/last.pt" ]]; then
+    offset=$(python - "$run" <<'PY'
+import json, sys
+sys.path.insert(0, "benchmarks")
+import cpu_clock
+from agentsum.checkpoint import read_checkpoint
+run = sys.argv[1]
+step = int(read_checkpoint(f"{run}/checkpoints/last.pt", mmap=True)["step"])
+samples = [json.loads(line) for line in open(f"{run}.cpu.jsonl")]
+metrics = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
+print(cpu_clock.cpu_before_step(samples, metrics, step) if step else 0.0)
+PY
+)
+    args+=(--resume auto)
+    echo "$run: resuming; $offset CPU seconds before its checkpoint count in its budget" >&2
+  fi
   agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=$EVERY \
-      --set train.max_minutes=$((MINUTES * 4)) "${STEP_LIMIT[@]}" "${args[@]}" > "$run.log" 2>&1 &
+      --set train.max_minutes=$((MINUTES * 4)) "${STEP_LIMIT[@]}" "${args[@]}" >> "$run.log" 2>&1 &
   local pid=$!
-  python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" &
+  python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" \
+      --offset-seconds "$offset" &
   wait "$pid" || true
 }
 train "$A" &

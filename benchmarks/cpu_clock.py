@@ -9,7 +9,9 @@ process (``--pid``) the same way, one JSON object per line: ``{"time": epoch_s, 
     python benchmarks/cpu_clock.py --pid 1234 --out runs/x.cpu.jsonl --stop-after-minutes 65
 
 ``--stop-after-minutes`` makes CPU time the budget of a run: the process gets SIGTERM (agentsum train
-saves last.pt on it) once it has had that many minutes of CPU.
+saves last.pt on it) once it has had that many minutes of CPU. ``--offset-seconds`` continues a budget
+across sittings: a run resumed from its checkpoint counts the CPU its earlier sittings spent up to
+that checkpoint (``cpu_before_step``), and its samples go on from there.
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ def cpu_at(samples: list[dict], when: float) -> float:
     return samples[-1]["cpu_s"]
 
 
+def cpu_before_step(samples: list[dict], metrics: list[dict], step: int) -> float:
+    """CPU seconds a run had spent when it logged ``step`` (its checkpoint's step): the work a resumed
+    sitting builds on. The CPU spent after that step by a sitting that was killed is not counted."""
+    times = [r["time"] for r in metrics if r.get("step") == step and "time" in r]
+    if not times:
+        raise ValueError(f"no record of step {step} in the run's metrics")
+    return cpu_at(samples, min(times))
+
+
 def machine() -> dict:
     """Which machine measured a run: its boot id (one per machine here), CPU model, cores and whether
     it has AVX-512 (two machines here both say "AMD EPYC", and only one has it). CPU
@@ -77,10 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stop-after-minutes", type=float, default=None, metavar="MIN",
                    help="send the process SIGTERM once it has had MIN minutes of CPU, then keep sampling "
                         "until it exits")
+    p.add_argument("--offset-seconds", type=float, default=0.0, metavar="S",
+                   help="CPU seconds of earlier sittings of the run, added to every sample and counted in the "
+                        "budget (a run resumed from its checkpoint)")
     args = p.parse_args(argv)
     stopped = False
     with args.out.open("a") as f:
-        while (cpu := cpu_seconds(args.pid)) is not None:
+        while (process := cpu_seconds(args.pid)) is not None:
+            cpu = args.offset_seconds + process
             f.write(json.dumps({"time": round(time.time(), 2), "cpu_s": cpu}) + "\n")
             f.flush()
             if args.stop_after_minutes is not None and not stopped and cpu >= args.stop_after_minutes * 60:

@@ -43,3 +43,22 @@ def test_the_machine_is_named_by_its_boot_id_cpu_and_cores():
     if os.path.exists("/proc/cpuinfo"):  # two machines here share the model name; AVX-512 tells them apart
         flags = [line for line in open("/proc/cpuinfo") if line.startswith("flags")]
         assert info["avx512"] is (("avx512f" in flags[0].split()) if flags else None)
+
+
+def test_a_resumed_sitting_counts_the_cpu_spent_up_to_its_checkpoint(tmp_path):
+    samples = [{"time": 100.0, "cpu_s": 0.0}, {"time": 200.0, "cpu_s": 90.0}, {"time": 300.0, "cpu_s": 180.0}]
+    metrics = [{"step": 10, "time": 150.0, "loss": 1.0}, {"step": 20, "time": 250.0, "loss": 0.9},
+               {"step": 20, "time": 260.0, "valid_nll": 1.2}]
+    # the checkpoint of step 20: 135 s of CPU had gone into it; what the killed sitting spent after is not counted
+    assert cpu_clock.cpu_before_step(samples, metrics, 20) == 135.0
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        out = tmp_path / "cpu.jsonl"
+        # 100 s spent before: a budget of 100.5 s leaves the new sitting half a second
+        assert cpu_clock.main(["--pid", str(busy.pid), "--out", str(out), "--every", "0.05", "--offset-seconds", "100",
+                               "--stop-after-minutes", str(100.5 / 60)]) == 0
+        assert busy.wait(timeout=30) == -signal.SIGTERM
+        cpu = [json.loads(line)["cpu_s"] for line in out.read_text().splitlines()]
+        assert cpu[0] >= 100.0 and 100.5 <= cpu[-1] < 105.0
+    finally:
+        busy.kill()
