@@ -68,6 +68,8 @@ def to_words(
     ``unk_replace``, every UNK becomes the source word at its copy position ``a * S + i``
     (``batch.src_tokens[b][a][i]``), the source word with the largest cascaded attention
     l^t_{a,i} * g^t_a (DCA Appendix A.2). A position that falls on padding leaves the UNK as it is.
+    Only source words are put in, so with ``search.numbers_from_source`` an UNK never becomes a
+    number that the source lacks.
     """
     if len(hyps_tokens) != len(copy_positions):
         raise ValueError(f"{len(hyps_tokens)} token lists but {len(copy_positions)} copy-position lists")

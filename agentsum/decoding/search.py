@@ -20,6 +20,16 @@ Test-time tricks from DCA Appendix A.2 (following Paulus et al., 2018):
   position ``a * S + i`` for every output token (``Hypotheses.copy_positions``) and
   :func:`agentsum.decoding.copying.to_words` performs the replacement.
 
+Numbers only from the source (``SearchConfig.numbers_from_source``): the generator may not write a
+numeral (:func:`agentsum.data.numerals.is_numeral`), the copy mechanism still may, so every number
+in a summary is a token of its source. Search asks the model's step distribution for its
+log-probabilities with the vocabulary's numerals marked copy-only
+(:meth:`agentsum.models.pointer.CopyDistribution.log_probs`, :func:`numeral_mask`), and a scale
+word after a numeral must be one the source writes after it (``1.2 billion`` is not ``1.2
+million``: :class:`SourceNumbers`). UNK replacement puts in source words only, so it adds no other
+number. This needs the vocabulary (``vocab=``, to know which ids are numerals) and a model with
+``step_distribution``; a model without a copy mechanism can then write no numeral at all.
+
 Scores: a hypothesis' score is ``sum of its log-probs / n_steps ** length_penalty`` where
 ``n_steps`` counts the decoder steps that were scored, i.e. its tokens plus the EOS step when it
 ended with EOS (a hypothesis cut at ``max_length`` has no EOS step). ``length_penalty=1`` is the
@@ -34,9 +44,10 @@ from dataclasses import dataclass, field
 import torch
 
 from agentsum.data.batch import Batch
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from agentsum.data.numerals import SCALES, is_numeral
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from agentsum.decoding.copying import copy_positions
-from agentsum.models.base import Selectable, StepAttention, StepModel
+from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
 __all__ = [
     "SearchConfig",
@@ -45,6 +56,8 @@ __all__ = [
     "block_repeated_ngrams",
     "penalize_repeats",
     "filtered_step",
+    "numeral_mask",
+    "SourceNumbers",
     "greedy_search",
     "beam_search",
     "sample_and_greedy",
@@ -81,6 +94,10 @@ class SearchConfig:
     length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
     unk_replace:     replace predicted UNKs by their cascaded-attention source word
                      (``agentsum.decoding.copying.to_words``).
+    numbers_from_source: a numeral may be copied from the source but never generated from the
+                     vocabulary (module docstring), so every number of a summary is in its source.
+                     Off by default; the ECTSum presets (earnings calls, whose summaries are mostly
+                     figures) turn it on.
     """
 
     beam_size: int = 5
@@ -92,8 +109,11 @@ class SearchConfig:
     no_repeat_ngram_size: int | None = None
     repetition_penalty: float = 1.0
     repeat_window: int = 0
+    numbers_from_source: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.numbers_from_source, bool):
+            raise ValueError(f"numbers_from_source must be true or false, got {self.numbers_from_source!r}")
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
         if self.max_length < 1:
@@ -216,6 +236,120 @@ def block_repeated_ngrams(log_probs: torch.Tensor, history: torch.Tensor, n: int
     return log_probs.scatter_reduce(1, following, src, reduce="amin")
 
 
+# Recently used vocabularies and their (numeral, scale word) masks, by identity (a Vocabulary is not
+# hashable); an entry holds the vocabulary itself, so its id cannot be reused while the entry lives.
+_WORD_MASKS: dict[int, tuple[Vocabulary, torch.Tensor, torch.Tensor]] = {}
+_WORD_MASKS_KEPT = 8
+
+
+def numeral_mask(vocab: Vocabulary) -> torch.Tensor:
+    """(V,) bool, True at the vocabulary's numerals (:func:`agentsum.data.numerals.is_numeral`):
+    the ids ``numbers_from_source`` makes copy-only. Computed once per vocabulary (on the CPU)."""
+    return _word_masks(vocab)[0]
+
+
+def _word_masks(vocab: Vocabulary) -> tuple[torch.Tensor, torch.Tensor]:
+    """(numerals (V,) bool, scale words (V,) bool) of a vocabulary, cached."""
+    entry = _WORD_MASKS.get(id(vocab))
+    if entry is None or entry[0] is not vocab:
+        if len(_WORD_MASKS) >= _WORD_MASKS_KEPT:
+            _WORD_MASKS.pop(next(iter(_WORD_MASKS)))  # the oldest
+        entry = (vocab, torch.tensor([is_numeral(token) for token in vocab.itos], dtype=torch.bool),
+                 torch.tensor([token in SCALES for token in vocab.itos], dtype=torch.bool))
+        _WORD_MASKS[id(vocab)] = entry
+    return entry[1], entry[2]
+
+
+class SourceNumbers:
+    """What ``numbers_from_source`` enforces on one batch: numbers as the source writes them.
+
+    * ``no_generation`` (V,) bool: the vocabulary's numerals are copy-only (the generator's part of
+      their probability is 0: :meth:`agentsum.models.pointer.CopyDistribution.log_probs`).
+    * A scale word after a numeral is part of the number (``1.2 billion`` is not ``1.2 million``,
+      :mod:`agentsum.data.numerals`), so after a numeral x the next token may be a scale word only
+      if the source writes that scale word after x somewhere, and must be one if the source never
+      writes x without one (:meth:`filter`). A copied numeral alone would otherwise let the
+      generator append any scale: on ECTSum that was every number the source still lacked.
+
+    numeral, scale: (B, V_ext) bool, the numerals and scale words of every document's extended
+    vocabulary; follows[b]: numeral id -> (the scale word ids after it in document b's source,
+    whether it also occurs there without one).
+    """
+
+    def __init__(self, vocab: Vocabulary, batch: Batch, device: torch.device):
+        numeral, scale = _word_masks(vocab)
+        self.no_generation = numeral.to(device)
+        B, width = batch.batch_size, len(vocab) + batch.max_oov
+        self.numeral = torch.zeros((B, width), dtype=torch.bool)
+        self.scale = torch.zeros((B, width), dtype=torch.bool)
+        self.numeral[:, : len(vocab)], self.scale[:, : len(vocab)] = numeral, scale
+        self.follows: list[dict[int, tuple[set[int], bool]]] = []
+        ext_ids = batch.src_ext_ids.tolist()  # (B, A, S)
+        for b, oovs in enumerate(batch.oov_words):
+            for k, word in enumerate(oovs):
+                self.numeral[b, len(vocab) + k] = is_numeral(word)
+                self.scale[b, len(vocab) + k] = word in SCALES
+            follows: dict[int, tuple[set[int], bool]] = {}
+            for a, tokens in enumerate(batch.src_tokens[b]):
+                for i, token in enumerate(tokens):
+                    if not is_numeral(token):
+                        continue
+                    scales, bare = follows.get(ext_ids[b][a][i], (set(), False))
+                    if i + 1 < len(tokens) and tokens[i + 1] in SCALES:
+                        scales.add(ext_ids[b][a][i + 1])
+                    else:
+                        bare = True
+                    follows[ext_ids[b][a][i]] = (scales, bare)
+            self.follows.append(follows)
+        self.numeral, self.scale = self.numeral.to(device), self.scale.to(device)
+
+    def filter(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, row_doc: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Forbid (-inf, in place) the scale words the source does not write after each row's last
+        token, a numeral, and every other token where the source writes that numeral only scaled.
+        log_probs (N, V_ext); history (N, >= t); row_doc (N,) the document of every row.
+
+        Returns log_probs and the rows that need a scale word (N,) bool, or None when none does:
+        such a row may not end (a number cut from its scale is not the source's), so if repeat
+        blocking then forbids its scale words, it is a dead end rather than a finished summary.
+        """
+        if t == 0:
+            return log_probs, None
+        last = history[:, t - 1].to(log_probs.device)
+        after = self.numeral[row_doc, last]
+        rows = after.nonzero().squeeze(1)
+        if rows.numel() == 0:
+            return log_probs, None
+        needs_scale = torch.zeros_like(after)
+        for r, d, token in zip(rows.tolist(), row_doc[rows].tolist(), last[rows].tolist()):
+            scales, bare = self.follows[d].get(token, (set(), True))  # not in the source: no scale
+            allowed = torch.tensor(sorted(scales), dtype=torch.long, device=log_probs.device)
+            kept = log_probs[r, allowed]
+            if bare:
+                log_probs[r].masked_fill_(self.scale[d], NEG_INF)
+            else:
+                log_probs[r] = NEG_INF
+                needs_scale[r] = True
+            log_probs[r, allowed] = kept
+        return log_probs, needs_scale
+
+
+def _source_numbers(model: StepModel, batch: Batch, config: SearchConfig, vocab: Vocabulary | None,
+                    device: torch.device) -> SourceNumbers | None:
+    """The batch's :class:`SourceNumbers` when the config asks for them (else None)."""
+    if not config.numbers_from_source:
+        return None
+    if vocab is None:
+        raise ValueError("search.numbers_from_source needs the vocabulary, to know which ids are numerals: "
+                         "pass vocab= to the search")
+    if len(vocab) != model.vocab_size:
+        raise ValueError(f"the vocabulary has {len(vocab)} words but the model scores {model.vocab_size}")
+    if not callable(getattr(model, "step_distribution", None)):
+        raise TypeError("search.numbers_from_source needs a model with step_distribution() (its copy "
+                        "distribution, to forbid generating numerals but not copying them)")
+    return SourceNumbers(vocab, batch, device)
+
+
 # --------------------------------------------------------------------------------------------
 # Shared step
 # --------------------------------------------------------------------------------------------
@@ -237,6 +371,8 @@ def filtered_step(
     config: SearchConfig,
     expected_width: int,
     row_oov: torch.Tensor,
+    numbers: SourceNumbers | None = None,
+    row_doc: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, Selectable, StepAttention]:
     """One decoder step with the filters every strategy applies.
 
@@ -244,12 +380,21 @@ def filtered_step(
     of each row's document: extended ids beyond it belong to other documents of the batch and are
     forbidden, as are PAD and BOS (never words). EOS is forbidden before ``config.min_length``;
     so is any token that repeats an n-gram of ``history[:, :t]`` (``config.ngram_block``), and
-    tokens of the history are penalized by ``config.repetition_penalty``.
+    tokens of the history are penalized by ``config.repetition_penalty``. With ``numbers``
+    (``numbers_from_source``; ``row_doc`` (N,) is then the document of every row) the step reads the
+    model's step distribution with the vocabulary's numerals copy-only
+    (:meth:`agentsum.models.pointer.CopyDistribution.log_probs`) and a numeral's scale word must
+    follow the source (:meth:`SourceNumbers.filter`).
 
     Returns (log_probs (N, V_ext) float32 with the filters applied as -inf, a fresh tensor the
     caller may modify in place; the new state; the step's attention).
     """
-    log_probs, state, attn = model.step(enc, state, input_ids)
+    if numbers is None:
+        log_probs, state, attn = model.step(enc, state, input_ids)
+    else:  # model.step's condensing (agentsum.models.base.step_log_probs), with copy-only words
+        dist, state, attn, _ = model.step_distribution(enc, state, input_ids)
+        log_probs = dist.log_probs(numbers.no_generation).squeeze(1)
+        attn = Attention(attn.word.squeeze(1), attn.agent.squeeze(1))
     if log_probs.size(-1) != expected_width:
         raise ValueError(
             f"model.step returned {log_probs.size(-1)} scores per row, expected vocab_size + max_oov = {expected_width}"
@@ -263,6 +408,9 @@ def filtered_step(
         log_probs[:, V:] = log_probs[:, V:].masked_fill(others, NEG_INF)
     if t < config.min_length:
         log_probs[:, EOS_ID] = NEG_INF
+    needs_scale = None
+    if numbers is not None:
+        log_probs, needs_scale = numbers.filter(log_probs, history, t, row_doc)
     n = config.ngram_block
     if n and t >= max(n - 1, 1):
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
@@ -273,15 +421,19 @@ def filtered_step(
         log_probs.scatter_(1, recent, NEG_INF)
     # A row whose every token is forbidden (unigram blocking over a small vocabulary before
     # min_length, say) ends: otherwise search would pick among forbidden ids. No wait for the device.
+    # A number that needs its scale word does not end so (SourceNumbers.filter): that row is dead.
     stuck = torch.isneginf(log_probs).all(dim=-1)
+    if needs_scale is not None:
+        stuck &= ~needs_scale
     log_probs[:, EOS_ID] = torch.where(stuck, 0.0, log_probs[:, EOS_ID])
     return log_probs, state, attn
 
 
-def _scored_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov):
+def _scored_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov, numbers, row_doc):
     """:func:`filtered_step` for greedy and beam search, which also record where each token was
     copied from: (log_probs, state, copy positions (N,) int64, agent attention (N, A) float32)."""
-    log_probs, state, attn = filtered_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov)
+    log_probs, state, attn = filtered_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov,
+                                           numbers, row_doc)
     return log_probs, state, copy_positions(attn.word, attn.agent), attn.agent.float()
 
 
@@ -312,15 +464,17 @@ def _rows(docs: torch.Tensor, width: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
+def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
+                  vocab: Vocabulary | None = None) -> Hypotheses:
     """Pick the most probable token at every step (respects min_length, max_length, trigram blocking).
 
     A row whose every token is forbidden (possible only with tiny vocabularies) ends with EOS
-    (:func:`filtered_step`).
+    (:func:`filtered_step`). ``vocab`` (the model's) is needed with ``config.numbers_from_source``.
     """
     config = config or SearchConfig(beam_size=1)
     _check_model(model)
     device = batch.src_ids.device
+    numbers = _source_numbers(model, batch, config, vocab, device)
     B, A, T = batch.batch_size, batch.n_agents, config.max_length  # T: decoder steps at most
     width = model.vocab_size + batch.max_oov
     n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
@@ -343,7 +497,7 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
 
     for t in range(T):
         log_probs, state, copy_pos, agent = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
-                                                            n_oov[active])
+                                                            n_oov[active], numbers, active)
         best_lp, tok = log_probs.max(dim=-1)
         tok = tok.masked_fill(best_lp == NEG_INF, EOS_ID)
         sums = sums + best_lp
@@ -396,7 +550,8 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
 
 
 @torch.no_grad()
-def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
+def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
+                vocab: Vocabulary | None = None) -> Hypotheses:
     """Batched beam search with a per-document pool of finished hypotheses.
 
     Every step, each document's K = beam_size live hypotheses are expanded over the extended
@@ -416,10 +571,12 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     and the pool is re-sorted.
 
     Finished documents are removed from the working rows; the loop stops when none is left.
+    ``vocab`` (the model's) is needed with ``config.numbers_from_source``.
     """
     config = config or SearchConfig()
     _check_model(model)
     device = batch.src_ids.device
+    numbers = _source_numbers(model, batch, config, vocab, device)
     B, A, T, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size  # T: steps at most
     length_penalty = config.length_penalty
     width = model.vocab_size + batch.max_oov
@@ -449,7 +606,8 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     for t in range(T):
         n_live = active.numel()
         log_probs, state, copy_pos, agent = _scored_step(
-            model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K)
+            model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K), numbers,
+            active.repeat_interleave(K)
         )
         cand = log_probs.add_(live.reshape(-1, 1))
         cand = cand.reshape(n_live, K * width)
@@ -570,14 +728,16 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
 
 @torch.no_grad()
 def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, enc: Selectable | None = None,
-                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                      generator: torch.Generator | None = None, vocab: Vocabulary | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """A multinomial sample and the greedy sequence of every document, decoded in one batched loop
     (2B rows): the sample and the baseline of self-critical RL (DCA eq 20).
 
     Both halves go through :func:`filtered_step`, so they obey the filters of greedy and beam
     search and ``config`` (RL uses ``min_length=0`` and no trigram blocking: the policy itself is
     sampled); the greedy half is :func:`greedy_search`'s sequence. ``enc`` is ``model.encode(batch)``
-    when the caller has it already. A row whose every token is forbidden ends with EOS.
+    when the caller has it already. A row whose every token is forbidden ends with EOS. ``vocab``
+    (the model's) is needed with ``config.numbers_from_source``.
 
     Returns (sample, greedy), each (B, T) extended ids, T = ``config.max_length``, ending with EOS
     where the model ended them, PAD afterwards.
@@ -585,6 +745,7 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     _check_model(model)
     device = batch.src_ids.device
     B, T = batch.batch_size, config.max_length
+    numbers = _source_numbers(model, batch, config, vocab, device)
     both = torch.cat([torch.arange(B), torch.arange(B)]).to(device)  # rows 0..B-1 sample, B..2B-1 greedy
     enc_both = (model.encode(batch) if enc is None else enc).select(both)
     state = model.init_state(enc_both)
@@ -594,7 +755,8 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     done = torch.zeros(2 * B, dtype=torch.bool, device=device)
     inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=device)
     for t in range(T):
-        log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov)
+        log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov,
+                                            numbers, both)
         sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
         chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
         chosen = chosen.masked_fill(done, PAD_ID)
@@ -606,9 +768,11 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     return tokens[:B], tokens[B:]
 
 
-def search(model: StepModel, batch: Batch, config: SearchConfig | None = None) -> Hypotheses:
-    """Greedy decoding when ``config.beam_size == 1``, beam search otherwise."""
+def search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
+           vocab: Vocabulary | None = None) -> Hypotheses:
+    """Greedy decoding when ``config.beam_size == 1``, beam search otherwise. ``vocab`` (the
+    model's) is needed with ``config.numbers_from_source``."""
     config = config or SearchConfig()
     if config.beam_size == 1:
-        return greedy_search(model, batch, config)
-    return beam_search(model, batch, config)
+        return greedy_search(model, batch, config, vocab=vocab)
+    return beam_search(model, batch, config, vocab=vocab)

@@ -32,6 +32,8 @@ what attaches to it:
   ``one million`` and ``twenty one`` are. Ordinals, times (``10:30``), dates (``9/11``) and tokens
   with letters glued on (``q3``, ``3rd``, ``10x``) are not numbers. Hyphenated ranges count each end
   (``3-4 %`` is 3% and 4%). The sign is not read: ``fell 5%`` and ``-5%`` state the same number.
+  Which digit tokens are numerals is :mod:`agentsum.data.numerals`' test, which search's
+  ``numbers_from_source`` shares.
 * the scale, after it: ``thousand``, ``million``, ``billion``, ``trillion`` and their short forms, as
   a word (``mln``, ``bln``, ``mn``, ``bn``, ``tn``) or glued on (``1.5m``, ``3bn``, ``100k``, ``$5mm``);
   it multiplies the value, so ``$1.2 billion`` = ``$1,200 million`` and ``$1.2 billion`` !=
@@ -55,6 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from agentsum.data.numerals import NUMERAL_RE, SCALES
 from agentsum.data.text import tokenize
 
 #: currency signs before a numeral (the tokenizer splits them off: ``$1.2`` -> ``$`` ``1.2``)
@@ -63,8 +66,6 @@ CURRENCY_SIGNS = {"$": "$", "€": "€", "£": "£", "¥": "¥"}
 CURRENCY_WORDS = {"dollar": "$", "dollars": "$", "usd": "$", "euro": "€", "euros": "€", "eur": "€"}
 PERCENT_WORDS = frozenset({"%", "percent", "pct"})
 BASIS_POINT_WORDS = frozenset({"bps", "bp"})
-SCALES = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,
-          "mln": 10 ** 6, "mn": 10 ** 6, "bln": 10 ** 9, "bn": 10 ** 9, "tn": 10 ** 12, "trn": 10 ** 12}
 #: scales glued to a numeral (``1.5m``, ``3bn``); a lone ``m`` or ``k`` token is a letter, not a scale
 GLUED_SCALES = {"k": 10 ** 3, "m": 10 ** 6, "mm": 10 ** 6, "b": 10 ** 9, "t": 10 ** 12,
                 "mn": 10 ** 6, "mln": 10 ** 6, "bn": 10 ** 9, "bln": 10 ** 9, "tn": 10 ** 12, "trn": 10 ** 12}
@@ -74,9 +75,6 @@ TENS_WORDS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty s
 
 PERCENT, BASIS_POINTS = "%", "bp"
 
-# a numeral token: 1000, 1,000, 2.5, .5, with an optional glued scale or unit (1.5m, 3bn, 50bps, 2.5pct)
-_NUMERAL_RE = re.compile(r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-                         r"(?P<suffix>k|m|mm|mn|mln|b|bn|bln|t|tn|trn|bps|bp|pct)?")
 _GROUP_RE = re.compile(r"\d{3}(?:\.\d+)?")  # a thousands group split off by a tokenizer: 1 , 000
 _LEADING_GROUP_RE = re.compile(r"\d{1,3}")
 
@@ -161,7 +159,7 @@ def _numeral(tokens: list[str], i: int, unit: str | None) -> tuple[list[Decimal]
     values: list[Decimal] = []
     scaled = False
     for part in parts:
-        match = _NUMERAL_RE.fullmatch(part)
+        match = NUMERAL_RE.fullmatch(part)
         if match is None:
             if len(parts) == 1:
                 return [], i, False, unit

@@ -11,6 +11,24 @@ pointer (See et al., 2017) ``gen_weight = p`` and ``copy_weight[a, i] = (1 - p) 
 
 Models return a :class:`CopyDistribution`; search asks it for the full extended distribution and
 training asks only for the probability of the target, which avoids building a (B, T, V_ext) tensor.
+
+**Copy-only words.** Search may forbid the generator some vocabulary words (``log_probs(no_generation=
+mask)``; ``search.numbers_from_source`` forbids the numerals) while copying them stays allowed: their
+``P_voc`` is set to 0 and nothing else changes,
+
+    P(w) = sum_{j : src_ext[j] = w} copy_weight[j]                     for a forbidden w
+    P(w) = gen_weight * P_voc(w) + sum_{j : src_ext[j] = w} copy_weight[j]   otherwise
+
+so a forbidden word that the source holds keeps exactly its copy mass, one the source lacks gets
+none, and every other word keeps exactly its probability. The generator is not renormalised over
+the allowed words: where the model meant to generate a number the source lacks, that mass is
+dropped rather than moved onto the generator's next guesses (which would put a confident
+"the" where a figure was meant); the step's copy part, which at such a step usually attends to the
+source's figures, then leads, and beam search sees the hypothesis lose the mass and can prefer
+another continuation (the way Hugging Face's bad-word filter acts on beam scores). The result is a
+sub-distribution (it sums to 1 minus the dropped mass); search only ranks and normalises scores,
+and ``torch.multinomial`` normalises its weights. A model without a copy mechanism cannot produce
+a forbidden word at all.
 """
 
 from __future__ import annotations
@@ -116,10 +134,18 @@ class CopyDistribution:
         view = self.src_ext_ids.view(B, *([1] * (like.dim() - 2)), L)
         return view.expand_as(like)
 
-    def log_probs(self) -> torch.Tensor:
-        """(..., V_ext) log-probabilities over the extended vocabulary."""
+    def log_probs(self, no_generation: torch.Tensor | None = None) -> torch.Tensor:
+        """(..., V_ext) log-probabilities over the extended vocabulary.
+
+        ``no_generation``: an optional (V,) bool mask of vocabulary words the generator may not
+        produce; they keep only their copy mass (module docstring: copy-only words).
+        """
+        if no_generation is not None and no_generation.shape != (self.vocab_size,):
+            raise ValueError(f"no_generation must be a ({self.vocab_size},) mask, got {tuple(no_generation.shape)}")
         if self.copy_weight is None:
             log_p = F.log_softmax(self.vocab_logits, dim=-1)
+            if no_generation is not None:  # no copying: a forbidden word is impossible
+                log_p = log_p.masked_fill(no_generation.to(log_p.device), torch.log(torch.tensor(_TINY)).item())
             if self.n_ext > self.vocab_size:  # no copying: OOV words are impossible
                 pad = log_p.new_full((*log_p.shape[:-1], self.n_ext - self.vocab_size), torch.log(torch.tensor(_TINY)).item())
                 log_p = torch.cat([log_p, pad], dim=-1)
@@ -127,6 +153,8 @@ class CopyDistribution:
         if torch.is_grad_enabled() and any(x.requires_grad for x in (self.vocab_logits, self.gen_weight,
                                                                       self.copy_weight)):
             probs = self.gen_weight.unsqueeze(-1) * F.softmax(self.vocab_logits, dim=-1)
+            if no_generation is not None:
+                probs = probs.masked_fill(no_generation.to(probs.device), 0.0)
             if self.n_ext > self.vocab_size:
                 probs = F.pad(probs, (0, self.n_ext - self.vocab_size))
             probs = probs.scatter_add(-1, self._source_ids(self.copy_weight), self.copy_weight)
@@ -134,6 +162,8 @@ class CopyDistribution:
         # Search and sampling (no gradients): the same numbers with two (N, V_ext) allocations
         # instead of five; every beam step runs this over ~150 x 50k entries.
         probs = F.softmax(self.vocab_logits, dim=-1).mul_(self.gen_weight.unsqueeze(-1))
+        if no_generation is not None:
+            probs.masked_fill_(no_generation.to(probs.device), 0.0)
         if self.n_ext > self.vocab_size:
             probs = F.pad(probs, (0, self.n_ext - self.vocab_size))
         probs.scatter_add_(-1, self._source_ids(self.copy_weight), self.copy_weight)
