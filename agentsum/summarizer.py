@@ -95,7 +95,7 @@ class Summarizer:
         """Search one batch (moved to the model's device) and read every best hypothesis as words
         (OOV ids and, with ``search_config.unk_replace``, UNK replaced: :func:`~agentsum.decoding.copying.to_words`)."""
         batch = batch.to(self.device)
-        hyps = search(self.model, batch, search_config)
+        hyps = search(self.model, batch, search_config, vocab=self.vocab)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, self.vocab, unk_replace=search_config.unk_replace)
         return hyps, words
 
