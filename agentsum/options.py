@@ -55,7 +55,7 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --no-block-trigrams, --no-repeat-ngram-size,
-    --repetition-penalty, --no-unk-replace, --batch-size."""
+    --repetition-penalty, --repeat-window, --numbers-from-source, --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
@@ -68,6 +68,10 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                         "repeats; default 1: off)")
     g.add_argument("--repeat-window", type=int, metavar="K",
                    help="forbid a word that is one of the last K words (2 forbids 'X and X'; default 0: off)")
+    g.add_argument("--numbers-from-source", choices=("on", "off"),
+                   help="on: a number may be copied from the source but never generated from the vocabulary, so "
+                        "every number of a summary is in its source (default: the checkpoint's; on in the ECTSum "
+                        "presets, off elsewhere)")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -89,6 +93,8 @@ def search_overrides(args) -> dict:
         changes["repetition_penalty"] = args.repetition_penalty
     if getattr(args, "repeat_window", None) is not None:
         changes["repeat_window"] = args.repeat_window
+    if getattr(args, "numbers_from_source", None) is not None:
+        changes["numbers_from_source"] = args.numbers_from_source == "on"
     if args.no_unk_replace:
         changes["unk_replace"] = False
     return changes

@@ -61,7 +61,8 @@ class ServedModel:
                                      ("min_length", req.min_length), ("block_trigrams", req.block_trigrams),
                                      ("no_repeat_ngram_size", req.no_repeat_ngram_size),
                                      ("repetition_penalty", req.repetition_penalty),
-                                     ("repeat_window", req.repeat_window))
+                                     ("repeat_window", req.repeat_window),
+                                     ("numbers_from_source", req.numbers_from_source))
                    if v is not None}
         if req.max_length is not None and req.min_length is None:
             changes["min_length"] = min(self.config.search.min_length, req.max_length)

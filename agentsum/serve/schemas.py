@@ -87,6 +87,9 @@ class SummarizeRequest(BaseModel):
                                                               "summary by this (> 1 discourages repeats; 1: off)")
     repeat_window: json_int(0, MAX_NGRAM) | None = Field(
         None, description="forbid a word that is one of the summary's last this many words (2 forbids 'X and X'; 0: off)")
+    numbers_from_source: StrictBool | None = Field(
+        None, description="true: a number may be copied from the text but never generated, so every number of the "
+                          "summary is in the text (default: the model's; on for the ECTSum presets)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
 
     @model_validator(mode="after")

@@ -158,6 +158,7 @@
       const d = m.search_defaults;
       $("#ngram").placeholder = d.no_repeat_ngram_size ?? (d.block_trigrams ? 3 : 0);
       $("#penalty").placeholder = d.repetition_penalty;
+      $("#numbers").checked = Boolean(d.numbers_from_source);
     } catch (e) {
       info.textContent = "Model information unavailable";
     }
@@ -230,6 +231,9 @@
     numberOption(body, "#max-length", "max_length");
     numberOption(body, "#ngram", "no_repeat_ngram_size");
     numberOption(body, "#penalty", "repetition_penalty");
+    // sent only when changed from the model's default, as the number fields are only when filled in
+    const numbersDefault = Boolean(state.defaults && state.defaults.numbers_from_source);
+    if ($("#numbers").checked !== numbersDefault) body.numbers_from_source = $("#numbers").checked;
     const button = $("#summarize");
     button.disabled = true;
     button.textContent = "Summarizing…";

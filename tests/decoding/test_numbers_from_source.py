@@ -154,3 +154,50 @@ def test_the_option_needs_the_vocabulary_and_a_copy_distribution():
         search(StepOnly(), batch, cfg(numbers_from_source=True), vocab=VOCAB)
     with pytest.raises(ValueError, match="numbers_from_source must be true or false, got 'yes'"):
         SearchConfig(numbers_from_source="yes")
+
+
+# ------------------------------------------------------------------------------------------
+# The command line
+# ------------------------------------------------------------------------------------------
+
+
+def recording_search(monkeypatch) -> list[tuple[bool, Vocabulary | None]]:
+    """Record (config.numbers_from_source, vocab) of every search the Summarizer runs."""
+    import agentsum.summarizer
+
+    calls, real = [], agentsum.summarizer.search
+
+    def spy(model, batch, config, **kw):
+        calls.append((config.numbers_from_source, kw.get("vocab")))
+        return real(model, batch, config, **kw)
+
+    monkeypatch.setattr(agentsum.summarizer, "search", spy)
+    return calls
+
+
+def test_the_cli_option_reaches_the_search(tiny_run, tmp_path, monkeypatch, capsys):
+    from agentsum.cli import main
+
+    calls = recording_search(monkeypatch)
+    article = tmp_path / "a.txt"
+    article.write_text("The cat saw 12 dogs near the park. The owl met 3,000 foxes near the river.", encoding="utf-8")
+    base = ["--threads", "1", "summarize", "--checkpoint", str(tiny_run["checkpoint"]), str(article)]
+    assert main([*base, "--numbers-from-source", "on"]) == 0
+    assert main([*base, "--numbers-from-source", "off"]) == 0
+    assert main(base) == 0
+    (on, vocab), (off, _), (default, _) = calls
+    assert (on, off, default) == (True, False, False)  # the tiny preset leaves it off
+    assert vocab is not None and len(vocab) > 4
+    with pytest.raises(SystemExit):
+        main([*base, "--numbers-from-source", "yes"])
+    err = capsys.readouterr().err
+    assert "--numbers-from-source: invalid choice: 'yes' (choose from 'on', 'off')" in err.replace('"', "'")
+
+
+def test_the_ectsum_presets_turn_it_on_and_the_others_do_not():
+    from agentsum.config import load_config
+
+    for name in ("ectsum-m1", "ectsum-m6", "ectsum-m1-long"):
+        assert load_config(name).search.numbers_from_source, name
+    for name in ("samsum-m1", "cnndm-m1", "tiny"):
+        assert not load_config(name).search.numbers_from_source, name

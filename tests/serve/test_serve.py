@@ -493,3 +493,26 @@ def test_auto_agents_attention_covers_each_documents_own_agents(tiny_run, tmp_pa
         for step in attn["per_token"]:
             assert len(step["agent"]) == n
             assert sum(step["agent"]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_numbers_from_source_applies_and_is_checked(client, monkeypatch):
+    """The request field reaches the search with the model's vocabulary (the default: the model's,
+    off for the tiny preset); a value that is not a boolean is refused naming the field."""
+    import agentsum.summarizer
+
+    seen, real = [], agentsum.summarizer.search
+
+    def spy(model, batch, config, **kw):
+        seen.append((config.numbers_from_source, kw.get("vocab") is not None))
+        return real(model, batch, config, **kw)
+
+    monkeypatch.setattr(agentsum.summarizer, "search", spy)
+    text = "The cat saw 12 dogs near the park. The owl met 3,000 foxes near the river."
+    for value in (True, False, None):
+        body = {"text": text} if value is None else {"text": text, "numbers_from_source": value}
+        r = client.post("/v1/summarize", json=body)
+        assert r.status_code == 200, r.text
+    assert seen == [(True, True), (False, True), (False, True)]
+    for bad in ("yes", 1, "on"):
+        r = client.post("/v1/summarize", json={"text": text, "numbers_from_source": bad})
+        assert r.status_code == 422 and "numbers_from_source" in r.text, (bad, r.text)
