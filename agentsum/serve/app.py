@@ -320,6 +320,9 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
         if len(texts) > max_texts:
             raise RequestError(422, f"too many texts: {len(texts)} (at most {max_texts} per request)")
         config = served.search_config(req)
+        if req.provenance and not served.can_explain:
+            raise RequestError(422, "provenance: this checkpoint writes every word from its vocabulary (no copy "
+                                    "mechanism, model.pointer), so it cannot say which words came from the text")
         with batcher.expect(config, len(texts)) as ticket:
             docs = await run_in_threadpool(served.prepare, texts)
             empty = [i for i, d in enumerate(docs) if not has_words(d)]
@@ -327,7 +330,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
                 names = ", ".join("text" if req.text is not None else f"texts[{i}]" for i in empty)
                 raise RequestError(422, f"{names}: {NO_WORDS}")
             try:
-                results = await batcher.submit(docs, config, req.attention, ticket)
+                results = await batcher.submit(docs, config, req.attention, ticket, provenance=req.provenance)
             except Busy as e:
                 return error_response(503, f"server busy: {e}", headers={"Retry-After": "1"})
             except Exception as e:  # noqa: BLE001 - answered as a 500 JSON error, never a crash

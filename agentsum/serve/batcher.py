@@ -37,6 +37,7 @@ class _Job:
     attention: bool
     future: asyncio.Future
     enqueued: float
+    provenance: bool = False
 
 
 @dataclass
@@ -141,7 +142,7 @@ class Batcher:
             ticket.release()
 
     async def submit(self, docs: Sequence[Document], config: SearchConfig, attention: bool,
-                     ticket: _Ticket | None = None) -> list[dict]:
+                     ticket: _Ticket | None = None, provenance: bool = False) -> list[dict]:
         self._ensure_worker()
         if ticket is not None:
             ticket.release()
@@ -152,7 +153,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         key = self.key(config)
         now = loop.time()
-        jobs = [_Job(d, config, key, attention, loop.create_future(), now) for d in docs]
+        jobs = [_Job(d, config, key, attention, loop.create_future(), now, provenance) for d in docs]
         self._jobs.extend(jobs)
         with self._lock:
             self.stats.requests += 1
@@ -201,10 +202,11 @@ class Batcher:
     async def _run(self, group: list[_Job]) -> None:
         loop = asyncio.get_running_loop()
         want_attention = any(j.attention for j in group)
+        want_provenance = any(j.provenance for j in group)
         started = time.perf_counter()
         try:
             results = await loop.run_in_executor(
-                self.executor, self.infer, [j.doc for j in group], group[0].config, want_attention)
+                self.executor, self.infer, [j.doc for j in group], group[0].config, want_attention, want_provenance)
         except Exception as e:
             log.exception("model call failed on a batch of %d documents", len(group))
             with self._lock:
@@ -222,6 +224,8 @@ class Batcher:
             if not j.future.done():
                 if not j.attention:
                     r = {**r, "attention": None}
+                if not j.provenance:
+                    r = {**r, "provenance": None}
                 j.future.set_result(r)
 
     def stats_snapshot(self) -> dict:

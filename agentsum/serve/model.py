@@ -19,7 +19,9 @@ import torch
 
 from agentsum.data.dataset import Document, source_view, to_batch
 from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
+from agentsum.decoding.provenance import provenance as word_provenance
 from agentsum.decoding.search import SearchConfig
+from agentsum.evaluation.number_links import number_links
 from agentsum.serve.schemas import TOP_K, RequestError, SummarizeRequest
 from agentsum.summarizer import Summarizer
 
@@ -75,15 +77,25 @@ class ServedModel:
                                         "give max_length too") from None
             raise RequestError(422, f"invalid request: {e}") from None
 
+    @property
+    def can_explain(self) -> bool:
+        """Whether the model has a copy mechanism, so that provenance can say what it copied."""
+        model = self.config.model
+        pointer = model.get("pointer", "multi" if model.get("type", "dca") == "dca" else True)
+        return pointer not in ("none", False)
+
     @torch.no_grad()
-    def infer(self, docs: Sequence[Document], config: SearchConfig, attention: bool) -> list[dict]:
-        """Summaries of ``docs`` decoded as one batch; with ``attention``, the attention payloads too."""
+    def infer(self, docs: Sequence[Document], config: SearchConfig, attention: bool,
+              provenance: bool = False) -> list[dict]:
+        """Summaries of ``docs`` decoded as one batch; with ``attention``, the attention payloads too;
+        with ``provenance``, where every word came from (:meth:`provenance`)."""
         # on the model's device once: search and the attention re-run read the same batch
         batch = to_batch(docs, self.summarizer.vocab, with_targets=False).to(self.summarizer.device)
         hyps, words = self.summarizer.decode_batch(batch, config)
         payloads = self.attention(batch, hyps.tokens, docs) if attention else [None] * len(docs)
+        origins = self.provenance(batch, hyps.tokens, words, docs) if provenance else [None] * len(docs)
         results = []
-        for doc, tokens, payload in zip(docs, words, payloads):
+        for doc, tokens, payload, origin in zip(docs, words, payloads, origins):
             sentences = self.language.split_generated(tokens)
             if payload is not None:
                 payload["sentences"] = sentence_attention(payload, sentences)
@@ -95,8 +107,23 @@ class ServedModel:
                 "tokens": tokens,
                 "words": [w for sentence in shown for w in sentence],
                 "attention": payload,
+                "provenance": origin,
             })
         return results
+
+    def provenance(self, batch, token_ids: list[list[int]], words: list[list[str]], docs: Sequence[Document]
+                   ) -> list[dict]:
+        """Per document, :meth:`Summarizer.explained`'s words and sentences, each number word linked to
+        the source tokens stating it (:func:`agentsum.evaluation.number_links.number_links`)."""
+        rows = word_provenance(self.summarizer.model, batch, token_ids)
+        out = []
+        for doc, tokens, row in zip(docs, words, rows):
+            explained = self.summarizer.explained(doc, tokens, row, batch.src_ids.size(2))
+            links = number_links(tokens, [token for agent in doc.agents for token in agent])
+            for j, word in enumerate(explained["words"]):
+                word["number"] = links.get(j)
+            out.append({"words": explained["words"], "sentences": explained["sentences"]})
+        return out
 
     def attention(self, batch, token_ids: list[list[int]], docs: Sequence[Document], k: int = TOP_K) -> list[dict]:
         """Per output token: g^t and the top-k source words by l^t_{a,i} g^t_a (teacher-forced re-run).

@@ -91,6 +91,9 @@ class SummarizeRequest(BaseModel):
         None, description="true: a number may be copied from the text but never generated, so every number of the "
                           "summary is in the text (default: the model's; on for the ECTSum presets)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
+    provenance: StrictBool = Field(False, description="include where every summary word came from: copied or "
+                                                      "generated, the source word and agent it drew most from, each "
+                                                      "number linked to the source, each sentence's source sentences")
 
     @model_validator(mode="after")
     def _one_input(self) -> SummarizeRequest:
@@ -140,6 +143,46 @@ class AttentionPayload(BaseModel):
     sentences: list[SentenceAttention]
 
 
+class NumberLink(BaseModel):
+    supported: bool = Field(description="every number this word states is stated in the source")
+    occurrences: list[int] = Field(description="source token positions (as `source`) stating a matching number")
+
+
+class ProvenanceWord(BaseModel):
+    word: str = Field(description="the word as shown (aligned with the summary's words)")
+    token: str = Field(description="the word as the model wrote it")
+    copied: bool = Field(description="the copy part of its probability is larger than the generated part")
+    p_gen: float = Field(description="the generate/copy switch at this step")
+    copy_mass: float = Field(description="the copied share of the word's probability")
+    source: int = Field(description="the source token it drew most from: its position among the agents' tokens, in order")
+    source_word: str | None = Field(description="that source token as written in the text")
+    agent: int = Field(description="the agent holding that token (0-based)")
+    agent_index: int = Field(description="its position within the agent")
+    number: NumberLink | None = Field(None, description="for a number: whether the source states it, and where")
+
+
+class SourceSentence(BaseModel):
+    agent: int
+    line: int = Field(description="the sentence's number within its agent (0-based)")
+    start: int = Field(description="its first token within the agent")
+    end: int = Field(description="after its last token")
+    share: float = Field(description="its part of the summary sentence's summed attention")
+    text: str
+
+
+class ProvenanceSentence(BaseModel):
+    text: str
+    start: int = Field(description="index of the sentence's first word in words")
+    end: int
+    source_sentences: list[SourceSentence] = Field(
+        description="the source sentences holding half of the sentence's summed attention, at most three, in order")
+
+
+class ProvenancePayload(BaseModel):
+    words: list[ProvenanceWord]
+    sentences: list[ProvenanceSentence]
+
+
 class Summary(BaseModel):
     summary: str = Field(description="the summary as text, one sentence per line: cased from the article and "
                                      "detokenized (English)")
@@ -148,6 +191,7 @@ class Summary(BaseModel):
     words: list[str] = Field(description="tokens as shown: cased from the article, sentence starts capitalized; "
                                          "aligned with tokens")
     attention: AttentionPayload | None = None
+    provenance: ProvenancePayload | None = None
 
 
 class ModelRef(BaseModel):

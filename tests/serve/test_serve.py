@@ -516,3 +516,50 @@ def test_numbers_from_source_applies_and_is_checked(client, monkeypatch):
     for bad in ("yes", 1, "on"):
         r = client.post("/v1/summarize", json={"text": text, "numbers_from_source": bad})
         assert r.status_code == 422 and "numbers_from_source" in r.text, (bad, r.text)
+
+
+def test_provenance_payload(client):
+    r = client.post("/v1/summarize", json={"texts": articles(2, seed=5), "min_length": 6, "provenance": True})
+    assert r.status_code == 200, r.text
+    for s in r.json()["summaries"]:
+        origin = s["provenance"]
+        assert s["attention"] is None and origin is not None
+        assert [w["word"] for w in origin["words"]] == s["words"]  # one entry per summary word, aligned
+        assert [w["token"] for w in origin["words"]] == s["tokens"]
+        for w in origin["words"]:
+            assert 0 <= w["p_gen"] <= 1 and 0 <= w["copy_mass"] <= 1 and w["agent"] >= 0
+            if w["copied"]:
+                assert w["source_word"].lower() == w["token"]
+        assert [x["text"] for x in origin["sentences"]] == s["sentences"]
+        assert origin["sentences"][0]["start"] == 0 and origin["sentences"][-1]["end"] == len(s["words"])
+    plain = client.post("/v1/summarize", json={"text": articles(1)[0]}).json()["summaries"][0]
+    assert plain["provenance"] is None
+
+
+def test_provenance_for_a_hundred_texts_within_the_limit_and_a_clear_refusal_beyond(tiny_run):
+    from agentsum.serve.app import background_server, create_app
+
+    texts = [r["article"].split(". ")[0] + "." for r in synthetic_rows(100, seed=9)]
+    app = create_app(tiny_run["checkpoint"], max_texts=100, max_batch=32, device="cpu")
+    with background_server(app) as url, httpx.Client(base_url=url, timeout=300) as c:
+        r = c.post("/v1/summarize", json={"texts": texts, "provenance": True, "beam_size": 2})
+        assert r.status_code == 200, r.text
+        summaries = r.json()["summaries"]
+        assert len(summaries) == 100 and all(len(s["provenance"]["words"]) == len(s["words"]) for s in summaries)
+        r = c.post("/v1/summarize", json={"texts": texts + texts[:1], "provenance": True})
+        assert r.status_code == 422 and "too many texts: 101 (at most 100 per request)" in r.json()["error"]
+
+
+def test_provenance_from_a_model_without_a_copy_mechanism_is_a_422_naming_the_option(tiny_run, tmp_path):
+    from agentsum.checkpoint import read_checkpoint, save_checkpoint
+    from agentsum.serve.app import background_server, create_app
+
+    state = read_checkpoint(tiny_run["checkpoint"])
+    state["config"]["model"]["pointer"] = "none"
+    state["model"] = {k: v for k, v in state["model"].items() if not k.startswith("gen_")}
+    save_checkpoint(state, tmp_path / "no_pointer.pt")
+    with background_server(create_app(tmp_path / "no_pointer.pt", device="cpu")) as url, \
+            httpx.Client(base_url=url, timeout=60) as c:
+        r = c.post("/v1/summarize", json={"text": articles(1)[0], "provenance": True})
+        assert r.status_code == 422 and r.json()["error"].startswith("provenance: this checkpoint writes every word")
+        assert c.post("/v1/summarize", json={"text": articles(1)[0]}).status_code == 200
