@@ -350,6 +350,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             "checkpoint": served.path.name,
             "model_type": config.model.get("type", "dca"),
             "agents": config.data.agents,
+            "provenance": served.can_explain,  # whether "provenance": true can be asked for
             "language": served.language.language,
             "dialogue": config.data.dialogue,
             "vocab_size": len(served.summarizer.vocab),

@@ -14,6 +14,10 @@
   // Inside a placeholder such as SAMSum's <file_gif> or <file:photo>, which the tokenizer splits into
   // "<" "file_gif" ">": at most this many tokens between the brackets, none of them a space or bracket.
   const PLACEHOLDER_TOKENS = 3;
+  // A source longer than this many tokens (a call, a meeting) shows each agent's first lines with the
+  // rest folded; a click that leads into a folded part opens that agent's section.
+  const FOLD_TOKENS = 800;
+  const FOLD_LINES = 2;
   const PLACEHOLDER_PART = /^[\p{L}\p{N}_:.\-]+$/u;
   const EXAMPLE = [
     "The city council voted on Tuesday to turn the old railway bridge into a park for walkers and cyclists.",
@@ -128,8 +132,9 @@
 
   // request: counts summary requests and changes of text, so that only the answer for the text on
   // screen is shown; latestCall: the latest summary request's number (the button waits for it)
+  // bands: per agent, its section and folded part (see renderSource)
   const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en", dialogue: false,
-    request: 0, latestCall: 0 };
+    request: 0, latestCall: 0, provenance: false, bands: [] };
 
   // ---- model information ------------------------------------------------------------------
   async function loadModel() {
@@ -141,6 +146,7 @@
       state.defaults = m.search_defaults;
       state.language = m.language || "en";
       state.dialogue = Boolean(m.dialogue);
+      state.provenance = Boolean(m.provenance);  // the model can say where its words came from
       $("#article").placeholder = state.dialogue ? PLACEHOLDER.dialogue : PLACEHOLDER.news;
       $('label[for="article"]').textContent = state.dialogue ? "Paste a chat" : "Paste an article";
       $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
@@ -212,6 +218,7 @@
     state.activeTok = null;
     state.sourceSpans = [];
     $("#results").hidden = true;
+    state.bands = [];
     ["#summary", "#source", "#legend", "#attn-detail"].forEach((sel) => $(sel).replaceChildren());
     $("#status").textContent = "";
   }
@@ -226,6 +233,7 @@
       return;
     }
     const body = { text, attention: true };
+    if (state.provenance) body.provenance = true;
     numberOption(body, "#beam", "beam_size");
     numberOption(body, "#min-length", "min_length");
     numberOption(body, "#max-length", "max_length");
@@ -283,8 +291,11 @@
     legend.replaceChildren();
     source.replaceChildren();
     state.sourceSpans = [];
+    state.bands = [];
     // The words as written in the text (source_words); source_tokens are the model's lower-cased ones.
-    (attn.source_words || attn.source_tokens).forEach((tokens, a) => {
+    const agents = attn.source_words || attn.source_tokens;
+    const long = agents.reduce((n, tokens) => n + tokens.length, 0) > FOLD_TOKENS;
+    agents.forEach((tokens, a) => {
       const item = el("li");
       item.style.setProperty("--agent-color", colour(a));
       item.append(el("span", "dot"), document.createTextNode(`Agent ${a + 1}`));
@@ -302,17 +313,55 @@
       if (tokens.length === 0) {
         p.appendChild(el("span", "no-text", "No text: the article was too short to reach this agent."));
       }
-      appendTokens(p, tokens, (tok, i) => {
+      const lines = (attn.source_lines || [])[a] || [0];
+      // a long source: the first FOLD_LINES lines shown, the rest folded behind a button
+      const cut = long && lines.length > FOLD_LINES ? lines[FOLD_LINES] : tokens.length;
+      const makeSpan = (offset) => (tok, i) => {
         const s = el("span", "src-tok", tok);
         s.dataset.agent = String(a);
-        s.dataset.index = String(i);
+        s.dataset.index = String(offset + i);
         spans.push(s);
         return s;
-      }, state.dialogue && attn.source_lines ? attn.source_lines[a] : null, true);  // a dialogue: one utterance per line
+      };
+      const starts = (from, to) => (state.dialogue ? lines.filter((i) => i >= from && i < to).map((i) => i - from) : null);
+      appendTokens(p, tokens.slice(0, cut), makeSpan(0), starts(0, cut), true);  // a dialogue: one utterance per line
       band.appendChild(p);
+      const entry = { band, rest: null, toggle: null, cut };
+      if (cut < tokens.length) {
+        const rest = el("p", "rest");
+        rest.hidden = true;
+        appendTokens(rest, tokens.slice(cut), makeSpan(cut), starts(cut, tokens.length), true);
+        const folded = lines.filter((i) => i >= cut).length;
+        const toggle = el("button", "fold-toggle", `Show ${folded} more line${folded === 1 ? "" : "s"}`);
+        toggle.type = "button";
+        toggle.setAttribute("aria-expanded", "false");
+        toggle.addEventListener("click", () => (rest.hidden ? openBand(a) : foldBand(a)));
+        band.classList.add("folded");
+        band.append(rest, toggle);
+        Object.assign(entry, { rest, toggle, folded });
+      }
       source.appendChild(band);
       state.sourceSpans.push(spans);
+      state.bands.push(entry);
     });
+  }
+
+  function openBand(a) {
+    const entry = state.bands[a];
+    if (!entry || !entry.rest || !entry.rest.hidden) return;
+    entry.rest.hidden = false;
+    entry.band.classList.remove("folded");
+    entry.toggle.textContent = "Fold";
+    entry.toggle.setAttribute("aria-expanded", "true");
+  }
+
+  function foldBand(a) {
+    const entry = state.bands[a];
+    if (!entry || !entry.rest) return;
+    entry.rest.hidden = true;
+    entry.band.classList.add("folded");
+    entry.toggle.textContent = `Show ${entry.folded} more line${entry.folded === 1 ? "" : "s"}`;
+    entry.toggle.setAttribute("aria-expanded", "false");
   }
 
   function renderSummary(result, attn) {
@@ -323,8 +372,11 @@
       return;
     }
     const spans = attn.sentences.length ? attn.sentences : [{ start: 0, end: result.tokens.length, agent: [] }];
+    const origin = result.provenance;  // null when the model cannot say where its words came from
     spans.forEach((sent, k) => {
       const block = el("div", "sentence");
+      block.dataset.k = String(k);
+      if (origin) block.title = "Click to see the source sentences it rests on";
       const p = el("p", "sentence-text");
       const shown = result.words || result.tokens;  // cased from the article, aligned with tokens
       appendTokens(p, shown.slice(sent.start, sent.end), (tok, i) => {
@@ -336,6 +388,12 @@
         const top = g.indexOf(Math.max(...g));
         s.style.setProperty("--tok-color", rgba(colour(top), 0.75));
         s.setAttribute("aria-label", `${tok}: mostly agent ${top + 1}`);
+        const number = origin && origin.words[j] ? origin.words[j].number : null;
+        if (number) {  // a number: in the text (a link to where) or not
+          s.classList.add("num", number.supported ? "num-ok" : "num-missing");
+          s.title = number.supported ? "In the text: click to see where" : "Not in the text";
+          s.setAttribute("aria-label", `${tok}: ${number.supported ? "in the text" : "not in the text"}`);
+        }
         return s;
       }, null, true);
       block.appendChild(p);
@@ -405,6 +463,66 @@
     }
   }
 
+  // ---- provenance: a sentence's source sentences, a number's occurrences ----------------------
+  function clearMarks() {
+    document.querySelectorAll("#source .src-tok.sent-hl, #source .src-tok.num-hl").forEach((s) => {
+      s.classList.remove("sent-hl", "num-hl");
+    });
+    document.querySelectorAll("#summary .sentence.selected").forEach((b) => b.classList.remove("selected"));
+  }
+
+  // Mark source tokens (agent, index) with ``cls``, opening folded sections; scroll to the first.
+  function mark(positions, cls) {
+    let first = null;
+    positions.forEach(([a, i]) => {
+      const span = (state.sourceSpans[a] || []).find((s) => Number(s.dataset.index) === i);
+      if (!span) return;
+      if (state.bands[a] && i >= state.bands[a].cut) openBand(a);
+      span.classList.add(cls);
+      if (!first) first = span;
+    });
+    if (first) scrollIntoSource(first);
+    return first;
+  }
+
+  function showSentence(k) {
+    const origin = state.result && state.result.provenance;
+    if (!origin || !origin.sentences[k]) return;
+    clearMarks();
+    $(`#summary .sentence[data-k="${k}"]`).classList.add("selected");
+    const sources = origin.sentences[k].source_sentences;
+    const positions = [];
+    sources.forEach((s) => { for (let i = s.start; i < s.end; i++) positions.push([s.agent, i]); });
+    mark(positions, "sent-hl");
+    const detail = $("#attn-detail");
+    detail.replaceChildren(el("strong", null, `Sentence ${k + 1}`), document.createTextNode(sources.length
+      ? ` rests on ${sources.map((s) => `agent ${s.agent + 1}, line ${s.line + 1} (${pct(s.share)})`).join("; ")}.`
+      : " rests on no source sentence in particular."));
+  }
+
+  // The agent and index of a position among the agents' tokens in order.
+  function locate(position) {
+    let rest = position;
+    for (let a = 0; a < state.sourceSpans.length; a++) {
+      const n = ((state.result.attention.source_tokens || [])[a] || []).length;
+      if (rest < n) return [a, rest];
+      rest -= n;
+    }
+    return null;
+  }
+
+  function showNumber(j) {
+    const origin = state.result && state.result.provenance;
+    const number = origin && origin.words[j] && origin.words[j].number;
+    if (!number) return;
+    clearMarks();
+    const word = (state.result.words || state.result.tokens)[j];
+    mark(number.occurrences.map(locate).filter(Boolean), "num-hl");
+    $("#attn-detail").replaceChildren(el("strong", null, `“${word}”`), document.createTextNode(number.supported
+      ? ` is in the text (${number.occurrences.length} place${number.occurrences.length === 1 ? "" : "s"}, marked).`
+      : " is not in the text: check it before you use it."));
+  }
+
   function describe(word, step) {
     const detail = $("#attn-detail");
     detail.replaceChildren();
@@ -450,8 +568,19 @@
     summary.addEventListener("focusout", (e) => {
       if (!summary.contains(e.relatedTarget)) clearHighlight();
     });
+    // a click on a number shows where the text states it; on a sentence, the source sentences it rests on
+    const choose = (target) => {
+      const num = target.closest(".tok.num");
+      if (num) { showNumber(Number(num.dataset.pos)); return; }
+      const block = target.closest(".sentence");
+      if (block) showSentence(Number(block.dataset.k));
+    };
+    summary.addEventListener("click", (e) => choose(e.target));
+    summary.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && e.target.closest(".tok")) choose(e.target);
+    });
     document.addEventListener("keydown", (e) => {
-      if (e.key === "Escape") clearHighlight();
+      if (e.key === "Escape") { clearHighlight(); clearMarks(); }
     });
     updateCount();
     loadModel();

@@ -389,3 +389,101 @@ def test_the_shipped_model_page_shows_a_chat_as_written_and_the_summary_as_the_a
     for before, word in zip(glyphs, glyphs[1:]):
         if word["joined"] and word["top"] == before["top"]:
             assert abs(word["left"] - before["right"]) < 1, (before["text"], word["text"])
+
+
+def _long_answer() -> dict:
+    """A canned answer over a long source (3 agents x 300 tokens, a sentence every 10 tokens) with
+    provenance: sentence 1 rests on agent 2's eighth sentence, sentence 2 on agent 1's first; "2.5"
+    is stated at agent 3's token 50, "1.10" nowhere."""
+    source = [[f"a{a}s{i // 10}w{i % 10}" if i % 10 < 9 else "." for i in range(300)] for a in range(3)]
+    sentences = [["Revenue", "rose", "2.5", "%", "."], ["EPS", "was", "$", "1.10", "."]]
+    answer = _canned_answer(sentences, source[0])
+    words = [w for sentence in sentences for w in sentence]
+    attention = answer["summaries"][0]["attention"]
+    attention.update(agents=3, source_words=source, source_tokens=source,
+                     source_lines=[list(range(0, 300, 10))] * 3)
+    for step in attention["per_token"]:
+        step["agent"] = [0.2, 0.5, 0.3]
+    for span in attention["sentences"]:
+        span["agent"] = [0.2, 0.5, 0.3]
+
+    def word(j, number=None):
+        return {"word": words[j], "token": words[j].lower(), "copied": True, "p_gen": 0.1, "copy_mass": 0.9,
+                "source": 0, "source_word": source[0][0], "agent": 0, "agent_index": 0, "number": number}
+
+    numbers = {2: {"supported": True, "occurrences": [600 + 50]}, 8: {"supported": False, "occurrences": []}}
+    answer["summaries"][0]["provenance"] = {
+        "words": [word(j, numbers.get(j)) for j in range(len(words))],
+        "sentences": [
+            {"text": "Revenue rose 2.5%.", "start": 0, "end": 5, "source_sentences": [
+                {"agent": 1, "line": 7, "start": 70, "end": 80, "share": 0.6, "text": "..."}]},
+            {"text": "EPS was $1.10.", "start": 5, "end": 10, "source_sentences": [
+                {"agent": 0, "line": 0, "start": 0, "end": 10, "share": 0.5, "text": "..."}]}]}
+    return answer
+
+
+#: per agent section: folded or not, and how many of its source words are on screen
+BANDS = """
+return [...document.querySelectorAll('#source .agent-band')].map((band) => ({
+  folded: band.classList.contains('folded'),
+  shown: [...band.querySelectorAll('.src-tok')].filter((s) => s.offsetParent !== null).length,
+  toggle: (band.querySelector('.fold-toggle') || {}).textContent || null}));
+"""
+MARKED = """
+return [...document.querySelectorAll('#source .src-tok.' + arguments[0])].map(
+  (s) => [Number(s.dataset.agent), Number(s.dataset.index), s.offsetParent !== null]);
+"""
+
+
+def test_a_long_source_folds_and_a_click_on_a_sentence_or_number_opens_where_it_leads(server, driver):
+    """A source of 900 tokens shows each agent's first two lines, the rest folded. Clicking a summary
+    sentence marks its source sentences and opens the folded section they are in; a number the text
+    states is marked and, clicked, marks where; a number it does not state is marked as such."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    answer = _long_answer()
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    driver.execute_script("""
+        const answer = arguments[0];
+        const fetchFromServer = window.fetch;
+        window.fetch = (url, options) => url === '/v1/summarize'
+          ? Promise.resolve(new Response(JSON.stringify(answer), {headers: {'Content-Type': 'application/json'}}))
+          : fetchFromServer(url, options);
+    """, answer)
+    driver.find_element(By.ID, "article").send_keys("Any text: the answer is canned.")
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+
+    assert driver.execute_script(BANDS) == [{"folded": True, "shown": 20, "toggle": "Show 28 more lines"}] * 3
+    tokens = driver.find_elements(By.CSS_SELECTOR, "#summary .tok")
+    assert [t.text for t in tokens if "num-ok" in t.get_attribute("class")] == ["2.5"]
+    assert [t.text for t in tokens if "num-missing" in t.get_attribute("class")] == ["1.10"]
+
+    # the first sentence rests on agent 2's eighth sentence, in its folded part: it opens, marked
+    driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")[0].click()
+    assert driver.execute_script(MARKED, "sent-hl") == [[1, i, True] for i in range(70, 80)]
+    bands = driver.execute_script(BANDS)
+    assert [b["folded"] for b in bands] == [True, False, True] and bands[1]["shown"] == 300
+    assert bands[1]["toggle"] == "Fold"
+    assert "selected" in driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")[0].get_attribute("class")
+    assert "agent 2, line 8 (60%)" in driver.find_element(By.ID, "attn-detail").text
+    ARTIFACTS.mkdir(exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / "web_page_long.png"))
+
+    # the number links to where the text states it: agent 3, token 50, opened; the sentence marks go
+    next(t for t in tokens if t.text == "2.5").click()
+    assert driver.execute_script(MARKED, "num-hl") == [[2, 50, True]]
+    assert driver.execute_script(MARKED, "sent-hl") == []
+    assert [b["folded"] for b in driver.execute_script(BANDS)] == [True, False, False]
+    next(t for t in tokens if t.text == "1.10").click()
+    assert driver.execute_script(MARKED, "num-hl") == []
+    assert "is not in the text" in driver.find_element(By.ID, "attn-detail").text
+
+    # the second sentence rests on agent 1's first sentence, never folded; the fold button folds back
+    driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")[1].click()
+    assert driver.execute_script(MARKED, "sent-hl") == [[0, i, True] for i in range(10)]
+    driver.find_elements(By.CSS_SELECTOR, "#source .fold-toggle")[1].click()
+    assert driver.execute_script(BANDS)[1] == {"folded": True, "shown": 20, "toggle": "Show 28 more lines"}
