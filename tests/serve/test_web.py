@@ -297,6 +297,26 @@ def _canned_answer(sentences: list[list[str]], source_words: list[str]) -> dict:
             "model": {"checkpoint": "canned.pt", "step": 1}, "elapsed_ms": 1.0}
 
 
+def _show_canned(server, driver, answer: dict) -> None:
+    """Open the page, make its /v1/summarize answer ``answer``, and summarize."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    driver.execute_script("""
+        const answer = arguments[0];
+        const fetchFromServer = window.fetch;
+        window.fetch = (url, options) => url === '/v1/summarize'
+          ? Promise.resolve(new Response(JSON.stringify(answer), {headers: {'Content-Type': 'application/json'}}))
+          : fetchFromServer(url, options);
+    """, answer)
+    driver.find_element(By.ID, "article").send_keys("Any text: the answer is canned.")
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+
+
 #: Glyph boxes (without the spans' padding) of every summary word, and whether it is drawn against
 #: the word before it.
 GLYPHS = """
@@ -324,19 +344,7 @@ def test_summary_words_read_as_the_summary_text_and_placeholders_as_written(serv
     source = ["Hannah", ":", "<", "file_gif", ">", "Amanda", ":", "<", "file", ":", "photo", ">", "ok",
               "Tom", ":", "2", "<", "3", "and", "a", "<", "b", "c", "d", "e", ">", "!"]
     answer = _canned_answer(sentences, source)
-    wait = WebDriverWait(driver, 30)
-    driver.get(server + "/")
-    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
-    driver.execute_script("""
-        const answer = arguments[0];
-        const fetchFromServer = window.fetch;
-        window.fetch = (url, options) => url === '/v1/summarize'
-          ? Promise.resolve(new Response(JSON.stringify(answer), {headers: {'Content-Type': 'application/json'}}))
-          : fetchFromServer(url, options);
-    """, answer)
-    driver.find_element(By.ID, "article").send_keys("Any text: the answer is canned.")
-    driver.find_element(By.ID, "summarize").click()
-    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    _show_canned(server, driver, answer)
 
     assert _sentence_texts(driver) == answer["summaries"][0]["sentences"] == [
         "Hannah doesn't have Betty's number.", "She'll text Larry (he's nice) at $5 @home...",
@@ -443,19 +451,7 @@ def test_a_long_source_folds_and_a_click_on_a_sentence_or_number_opens_where_it_
     from selenium.webdriver.support.ui import WebDriverWait
 
     answer = _long_answer()
-    wait = WebDriverWait(driver, 30)
-    driver.get(server + "/")
-    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
-    driver.execute_script("""
-        const answer = arguments[0];
-        const fetchFromServer = window.fetch;
-        window.fetch = (url, options) => url === '/v1/summarize'
-          ? Promise.resolve(new Response(JSON.stringify(answer), {headers: {'Content-Type': 'application/json'}}))
-          : fetchFromServer(url, options);
-    """, answer)
-    driver.find_element(By.ID, "article").send_keys("Any text: the answer is canned.")
-    driver.find_element(By.ID, "summarize").click()
-    wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    _show_canned(server, driver, answer)
 
     assert driver.execute_script(BANDS) == [{"folded": True, "shown": 20, "toggle": "Show 28 more lines"}] * 3
     tokens = driver.find_elements(By.CSS_SELECTOR, "#summary .tok")
