@@ -399,21 +399,22 @@ def test_the_shipped_model_page_shows_a_chat_as_written_and_the_summary_as_the_a
             assert abs(word["left"] - before["right"]) < 1, (before["text"], word["text"])
 
 
-def _long_answer() -> dict:
-    """A canned answer over a long source (3 agents x 300 tokens, a sentence every 10 tokens) with
+def _long_answer(agents: int = 3) -> dict:
+    """A canned answer over a long source (``agents`` x 300 tokens, a sentence every 10 tokens) with
     provenance: sentence 1 rests on agent 2's eighth sentence, sentence 2 on agent 1's first; "2.5"
     is stated at agent 3's token 50, "1.10" nowhere."""
-    source = [[f"a{a}s{i // 10}w{i % 10}" if i % 10 < 9 else "." for i in range(300)] for a in range(3)]
+    source = [[f"a{a}s{i // 10}w{i % 10}" if i % 10 < 9 else "." for i in range(300)] for a in range(agents)]
+    share = [0.2, 0.5, 0.3] + [0.0] * (agents - 3)
     sentences = [["Revenue", "rose", "2.5", "%", "."], ["EPS", "was", "$", "1.10", "."]]
     answer = _canned_answer(sentences, source[0])
     words = [w for sentence in sentences for w in sentence]
     attention = answer["summaries"][0]["attention"]
-    attention.update(agents=3, source_words=source, source_tokens=source,
-                     source_lines=[list(range(0, 300, 10))] * 3)
+    attention.update(agents=agents, source_words=source, source_tokens=source,
+                     source_lines=[list(range(0, 300, 10))] * agents)
     for step in attention["per_token"]:
-        step["agent"] = [0.2, 0.5, 0.3]
+        step["agent"] = share
     for span in attention["sentences"]:
-        span["agent"] = [0.2, 0.5, 0.3]
+        span["agent"] = share
 
     def word(j, number=None):
         return {"word": words[j], "token": words[j].lower(), "copied": True, "p_gen": 0.1, "copy_mass": 0.9,
@@ -483,3 +484,21 @@ def test_a_long_source_folds_and_a_click_on_a_sentence_or_number_opens_where_it_
     assert driver.execute_script(MARKED, "sent-hl") == [[0, i, True] for i in range(10)]
     driver.find_elements(By.CSS_SELECTOR, "#source .fold-toggle")[1].click()
     assert driver.execute_script(BANDS)[1] == {"folded": True, "shown": 20, "toggle": "Show 28 more lines"}
+
+
+def test_the_agent_legend_of_a_call_with_many_agents_wraps_inside_its_panel(server, driver):
+    """21 agents (the most an ECTSum validation call gets at 400 tokens each): the legend wraps onto
+    more lines instead of widening the page, and every name stays on one line."""
+    from selenium.webdriver.common.by import By
+
+    _show_canned(server, driver, _long_answer(agents=21))
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#legend li")) == 21
+    layout = driver.execute_script("""
+      const panel = document.getElementById('legend').getBoundingClientRect();
+      const items = [...document.querySelectorAll('#legend li')].map((li) => li.getBoundingClientRect());
+      return {page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth,
+              right: Math.max(...items.map((r) => r.right)), panel: panel.right,
+              tallest: Math.max(...items.map((r) => r.height)), rows: new Set(items.map((r) => r.top)).size};""")
+    assert layout["page"] <= layout["window"], layout
+    assert layout["right"] <= layout["panel"] + 1, layout
+    assert layout["rows"] > 1 and layout["tallest"] < 30, layout

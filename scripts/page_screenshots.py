@@ -1,0 +1,117 @@
+"""Screenshots of the web page with a real model, for the docs (docs/serving.md).
+
+Serves CHECKPOINT (the shipped dialogue model when omitted) on a free loopback port, opens the page in
+headless Chromium (Debian's chromium + chromium-driver, driven by selenium, as tests/serve/test_web.py),
+summarizes one document, clicks a summary sentence (its source sentences are marked, a folded section
+they are in opens) and saves the page; with --number, also clicks the first number the source states
+(where it is stated is marked) and saves a second picture.
+
+    python scripts/page_screenshots.py --data ../shared/data/samsum/valid.jsonl --row 0 \
+        --out docs/images/web_page_sentence.png
+    python scripts/page_screenshots.py --checkpoint runs/ectsum-m6/checkpoints/best.pt \
+        --data ../shared/data/ectsum/valid.jsonl --row 3 --sentence 1 --number --height 1500 \
+        --out docs/images/web_page_call.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", "--disable-quic", "--disable-extensions"]
+
+
+def read_row(path: Path, row: int) -> str:
+    with path.open(encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if i == row:
+                record = json.loads(line)
+                for field in ("article", "dialogue", "text", "document"):
+                    if isinstance(record.get(field), str):
+                        return record[field]
+                sys.exit(f"{path}:{i + 1}: no article, dialogue, text or document field")
+    sys.exit(f"{path} has no row {row}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default=None, help="checkpoint (default: the shipped model)")
+    parser.add_argument("--data", type=Path, required=True, help="JSONL file the document is taken from")
+    parser.add_argument("--row", type=int, default=0, help="0-based row of --data (default 0)")
+    parser.add_argument("--sentence", type=int, default=0, help="0-based summary sentence to click (default 0)")
+    parser.add_argument("--number", action="store_true",
+                        help="also click the first summary number the source states; saves OUT with -number")
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=1000)
+    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("SE_OFFLINE", "true")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from agentsum.checkpoint import default_checkpoint
+    from agentsum.serve.app import background_server, create_app
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not browser or not driver_path:
+        sys.exit("needs chromium and chromedriver: apt-get install -y chromium chromium-driver")
+    text = read_row(args.data, args.row)
+    app = create_app(args.checkpoint or default_checkpoint(), batch_wait_ms=0)
+    profile = tempfile.mkdtemp(prefix="agentsum-shots-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in FLAGS + [f"--window-size={args.width},{args.height}", f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        with background_server(app) as url:
+            wait = WebDriverWait(driver, 600)
+            driver.get(url + "/")
+            wait.until(lambda d: "agent" in d.find_element(By.ID, "model-info").text)
+            # a long text is set directly: typing 20k characters key by key takes minutes
+            driver.execute_script("const a = document.getElementById('article'); a.value = arguments[0];"
+                                  "a.dispatchEvent(new Event('input'));", text)
+            driver.find_element(By.ID, "summarize").click()
+            wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+            sentences = driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")
+            if args.sentence >= len(sentences):
+                sys.exit(f"the summary has {len(sentences)} sentences; --sentence {args.sentence} is past them")
+            sentences[args.sentence].click()
+            marked = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.sent-hl")
+            if marked:
+                driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", marked[0])
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(args.out))
+            print(f"{args.out}: sentence {args.sentence} clicked, {len(marked)} source words marked; "
+                  f"summary: {driver.find_element(By.ID, 'summary').text[:300]!r}")
+            if args.number:
+                numbers = driver.find_elements(By.CSS_SELECTOR, "#summary .tok.num-ok")
+                if not numbers:
+                    print("no summary number the source states; no second picture")
+                else:
+                    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", numbers[0])
+                    numbers[0].click()
+                    hit = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.num-hl")
+                    if hit:
+                        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", hit[0])
+                    second = args.out.with_name(args.out.stem + "-number" + args.out.suffix)
+                    driver.save_screenshot(str(second))
+                    print(f"{second}: number {numbers[0].text!r} clicked, {len(hit)} source words marked")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
