@@ -3,8 +3,9 @@
 A checkpoint is a dict of tensors and plain Python values: ``model`` and ``optimizer`` state dicts,
 ``config`` (the full run configuration), ``vocab`` (the token list), ``step``, ``metrics`` and the
 RNG states needed to resume. :func:`export_inference` writes the inference-only form (16-bit
-weights, configuration, vocabulary and provenance; no optimizer): the form of the English model
-shipped inside the package, which :func:`default_checkpoint` finds.
+weights, configuration, vocabulary and provenance; no optimizer): the form of the models shipped
+inside the package (:data:`SHIPPED_MODELS`), which :func:`shipped_checkpoint` and
+:func:`default_checkpoint` find and :func:`checkpoint_path` resolves names to.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import pickle
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -105,17 +107,74 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
 
 TRAINING_STATE = ("model", "optimizer", "scheduler", "rng")
 
-#: The English model shipped inside the package, relative to the package (docs/model_card.md).
-DEFAULT_MODEL = "pretrained/samsum-en.pt"
+@dataclass(frozen=True)
+class ShippedModel:
+    """A model shipped inside the package (docs/model_card.md): ``file`` relative to the package,
+    what it is ``for`` (``purpose``) and the ``corpus`` it was trained on."""
+
+    name: str
+    file: str
+    purpose: str
+    corpus: str
+
+
+#: The shipped models by the name ``--model NAME`` and ``Summarizer(NAME)`` take. A file may be
+#: missing from an installation (``agentsum models`` says which are there).
+SHIPPED_MODELS = {
+    "dialogue": ShippedModel("dialogue", "pretrained/samsum-en.pt",
+                             "English chats and dialogues (`Name: text` per line), one to three sentences",
+                             "SAMSum"),
+    "calls": ShippedModel("calls", "pretrained/ectsum-en.pt",
+                          "earnings-call transcripts and other long English documents of a few thousand words "
+                          "(DCA: many agents read the whole call)", "ECTSum"),
+}
+#: The name of the model used when no ``--checkpoint`` or ``--model`` is given.
+DEFAULT_NAME = "dialogue"
+#: The default model's file, relative to the package.
+DEFAULT_MODEL = SHIPPED_MODELS[DEFAULT_NAME].file
+
+
+def shipped_path(name: str) -> Path:
+    """Where the shipped model ``name`` lies in this installation (whether or not it is there)."""
+    file = DEFAULT_MODEL if name == DEFAULT_NAME else SHIPPED_MODELS[name].file
+    return Path(str(resources.files("agentsum") / file))
 
 
 def default_checkpoint() -> Path:
-    """The shipped model's path; used when a command is given no ``--checkpoint``."""
-    path = Path(str(resources.files("agentsum") / DEFAULT_MODEL))
+    """The default shipped model's path; used when a command is given no ``--checkpoint`` or ``--model``."""
+    path = shipped_path(DEFAULT_NAME)
     if not path.is_file():
         raise CheckpointError(f"no model is shipped with this installation ({path} is missing); "
                               "pass --checkpoint with a checkpoint written by `agentsum train`")
     return path
+
+
+def shipped_checkpoint(name: str) -> Path:
+    """The path of the shipped model ``name``; an unknown name, or a model this installation lacks,
+    is a :class:`CheckpointError` that says what to do instead."""
+    if name not in SHIPPED_MODELS:
+        raise CheckpointError(f"no shipped model is called {name!r}; the shipped models are "
+                              f"{', '.join(SHIPPED_MODELS)} (`agentsum models` lists them)")
+    if name == DEFAULT_NAME:
+        return default_checkpoint()
+    path = shipped_path(name)
+    if not path.is_file():
+        model = SHIPPED_MODELS[name]
+        raise CheckpointError(f"the shipped model {name!r} ({model.corpus}) is not in this installation: "
+                              f"{path} is missing; pass --checkpoint with a checkpoint written by "
+                              "`agentsum train` or `agentsum export` instead")
+    return path
+
+
+def checkpoint_path(checkpoint: str | Path | None) -> Path:
+    """The checkpoint file ``checkpoint`` names: None is the default shipped model; a string that is
+    a shipped model's name (:data:`SHIPPED_MODELS`) and not an existing path is that model; anything
+    else is a path. An existing file or directory wins over a name: ``./calls`` is read if it exists."""
+    if checkpoint is None:
+        return default_checkpoint()
+    if isinstance(checkpoint, str) and checkpoint in SHIPPED_MODELS and not os.path.exists(checkpoint):
+        return shipped_checkpoint(checkpoint)
+    return Path(checkpoint)
 
 
 def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype = torch.float16,

@@ -1,5 +1,5 @@
-"""Command line: ``agentsum train | prepare | summarize | evaluate | lead3 | extract | export | serve | plot | analyze |
-humaneval``.
+"""Command line: ``agentsum train | prepare | summarize | evaluate | lead3 | extract | export | average | models |
+serve | plot | analyze | humaneval``.
 
 This module builds the parser and runs the commands; the options several commands share, and what
 they turn into, are in :mod:`agentsum.options`. ``serve``, ``plot``, ``analyze`` and ``humaneval``
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from agentsum.config import ConfigError, load_config, preset_names
-from agentsum.options import (CHECKPOINT_HELP, EPILOG_DATA, add_data_options, add_device_option, add_search_options,
-                              data_settings, data_source, progress, search_overrides, warn)
+from agentsum.options import (EPILOG_DATA, add_data_options, add_device_option, add_model_options, add_search_options,
+                              chosen_checkpoint, data_settings, data_source, progress, search_overrides, warn)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsum", description="Deep Communicating Agents summarization toolkit.")
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summarize", help="summarize a text file or stdin",
                        description="Summarize one article (a text file, or - for stdin), or every row of a "
                                    ".jsonl file (one summary per output line).")
-    p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    add_model_options(p)
     p.add_argument("input", nargs="?", default="-", help="FILE or - (default: stdin)")
     p.add_argument("--field", default="article", help="article field for .jsonl input (default: article)")
     p.add_argument("--raw", action="store_true",
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "of the reference's numbers found in the source that the summary states (recall), "
                                    "one-digit numbers apart (docs/analysis.md). Writes predictions.txt, "
                                    "predictions.jsonl (with each document's numbers figures) and scores.json to --out.")
-    p.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    add_model_options(p)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
     add_device_option(p)
@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight precision (default float16)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="search.KEY=VALUE",
                    help="change a decoding default, e.g. --set search.min_length=15 (repeatable)")
+    sub.add_parser("models", help="list the models shipped with agentsum (--model NAME)",
+                   description="List the models shipped with agentsum, by the name --model and Summarizer(NAME) "
+                               "take: whether this installation holds the file, its size, what the model is for "
+                               "and, when it is here, what its checkpoint records (training step, the validation "
+                               "score it was selected by, agents and tokens read).")
     p = sub.add_parser("average", help="average the weights of several checkpoints of one run",
                        description="Write the mean of the checkpoints' weights (as OpenNMT-py's onmt_average_models "
                                    "and fairseq's average_checkpoints.py do), with the first one's configuration and "
@@ -191,7 +196,7 @@ def loaded_summarizer(args):
 
     device = choose_device(args.device, setting="--device")
     use_tf32(device)
-    return Summarizer(args.checkpoint, device=device)
+    return Summarizer(chosen_checkpoint(args), device=device)
 
 
 def cmd_summarize(args) -> int:
@@ -216,6 +221,10 @@ def cmd_summarize(args) -> int:
     if args.provenance and args.raw:
         raise ConfigError("--provenance and --raw: choose one (--provenance gives each word's token and shown form)")
     while chunk := list(itertools.islice(examples, 1000)):
+        for example in chunk:  # a text far longer than the model reads: said on stderr, summarized anyway
+            notice = summarizer.length_warning(example.article, "<stdin>" if example.origin == "-" else example.origin)
+            if notice is not None:
+                warn(f"agentsum summarize: warning: {notice}")
         if args.provenance:
             results = _explained(summarizer, chunk, search_config, args.batch_size, shown)
             for example, result in zip(chunk, results):
@@ -280,8 +289,8 @@ def cmd_evaluate(args) -> int:
     report = stats.report(args.data)
     if report is not None:
         warn(report)
-    default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else Path("runs/shipped")) / \
-        f"eval-{Path(args.data).stem}"
+    shipped = Path("runs/shipped" if args.model in (None, "dialogue") else f"runs/shipped-{args.model}")
+    default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else shipped) / f"eval-{Path(args.data).stem}"
     out = Path(args.out) if args.out else default_out
     scores = result.scores
     write_results(out, result.predictions, result.references, result.ids, scores, result.per_document)
@@ -355,8 +364,53 @@ def cmd_average(args) -> int:
     return 0
 
 
+def cmd_models(args) -> int:
+    from agentsum.checkpoint import DEFAULT_NAME, SHIPPED_MODELS, CheckpointError, read_checkpoint, shipped_path
+
+    for name, model in SHIPPED_MODELS.items():
+        path = shipped_path(name)
+        default = " (default)" if name == DEFAULT_NAME else ""
+        if path.is_file():
+            print(f"{name}{default}: installed, {path.stat().st_size / 2**20:.1f} MiB, agentsum/{model.file}")
+        else:
+            print(f"{name}{default}: not installed (agentsum/{model.file} is not in this installation; "
+                  "use --checkpoint with a model of your own)")
+        print(f"  for: {model.purpose}; trained on {model.corpus}")
+        if path.is_file():
+            try:  # weights mapped, not read: the metadata is all this needs
+                print(f"  checkpoint: {_checkpoint_facts(read_checkpoint(path, mmap=True))}")
+            except CheckpointError as e:
+                print(f"  checkpoint: unreadable: {e}")
+    return 0
+
+
+def _checkpoint_facts(state: dict) -> str:
+    """One line of what a checkpoint records: step, selection score, agents and tokens read, vocabulary."""
+    from agentsum.data.dataset import kept_tokens
+    from agentsum.config import Config
+
+    facts = []
+    if state.get("step") is not None:
+        facts.append(f"step {state['step']:,}")
+    selection = state.get("selection") or {}
+    if isinstance(selection.get("best"), (int, float)):
+        facts.append(f"selected by {selection.get('metric')} {selection['best']:.2f}")
+    if state.get("averaged"):
+        facts.append(f"mean of steps {', '.join(str(s) for s in state['averaged'].get('steps', []))}")
+    try:
+        data = Config.from_dict(state["config"], "checkpoint config").data
+        agents = "auto" if data.auto_agents else data.agents
+        facts.append(f"agents {agents}" + (f" of {data.agent_tokens} tokens" if data.agent_tokens else "")
+                     + f", reads the first {kept_tokens(data):,} tokens (max_article_tokens {data.max_article_tokens:,})")
+        facts.append("dialogue" if data.dialogue else "documents")
+    except (TypeError, ValueError, KeyError):
+        facts.append("configuration unreadable")
+    facts.append(f"vocabulary {len(state['vocab']):,}")
+    return "; ".join(facts)
+
+
 COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
-            "extract": cmd_extract, "export": cmd_export, "average": cmd_average}
+            "extract": cmd_extract, "export": cmd_export, "average": cmd_average, "models": cmd_models}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,9 +12,37 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 CHECKPOINT_HELP = ("a .pt checkpoint written by `agentsum train` or `agentsum export` (default: the English "
                    "dialogue model shipped with agentsum, see docs/model_card.md)")
+MODEL_HELP = ("a model shipped with agentsum, by name: {names} (default: dialogue; `agentsum models` lists them and "
+              "says which this installation holds); not with --checkpoint")
+
+
+def add_model_options(p: argparse.ArgumentParser, checkpoint_help: str = CHECKPOINT_HELP) -> None:
+    """--checkpoint CKPT and --model NAME (a shipped model), read back by :func:`chosen_checkpoint`."""
+    from agentsum.checkpoint import SHIPPED_MODELS
+
+    p.add_argument("--checkpoint", help=checkpoint_help)
+    p.add_argument("--model", choices=list(SHIPPED_MODELS), metavar="NAME",
+                   help=MODEL_HELP.format(names=", ".join(SHIPPED_MODELS)))
+
+
+def chosen_checkpoint(args):
+    """The checkpoint file that --checkpoint or --model names (the default shipped model when neither
+    is given); both together is a :class:`~agentsum.config.ConfigError`, a shipped model this
+    installation lacks a :class:`~agentsum.checkpoint.CheckpointError` naming the missing file."""
+    from agentsum.checkpoint import default_checkpoint, shipped_checkpoint
+    from agentsum.config import ConfigError
+
+    checkpoint, model = getattr(args, "checkpoint", None), getattr(args, "model", None)
+    if checkpoint is not None and model is not None:
+        raise ConfigError(f"--model {model} and --checkpoint {checkpoint}: choose one (--model picks a model "
+                          "shipped with agentsum, --checkpoint any checkpoint file)")
+    if checkpoint is not None:
+        return Path(checkpoint)  # a path, never a shipped model's name
+    return shipped_checkpoint(model) if model is not None else default_checkpoint()
 EPILOG_DATA = ("DATA is a JSONL file (one {article, summary} object per line), a CNN/DailyMail .story file or a "
                "directory of them, an LCSTS PART file or TSV, or hf:cnn_dailymail:3.0.0:test (needs "
                "`pip install agentsum[hf]` and a network).")

@@ -7,6 +7,10 @@
     # -> 'Amanda baked cookies and will bring Jerry some.'   (the shipped model's words may differ)
     summarizer(["first text", "second text"], beam_size=3)   # a list in, a list out
     Summarizer("runs/samsum-m6/checkpoints/best.pt")   # any checkpoint written by agentsum train / export
+    Summarizer("calls")                                # a shipped model by name (agentsum models lists them)
+
+A string that names a shipped model (``"dialogue"``, ``"calls"``: :data:`agentsum.checkpoint.SHIPPED_MODELS`)
+and is not an existing path loads that model; an existing file or directory of that name wins.
 
 Summaries come back as text a person reads (cased from the input, detokenized; ``raw=True`` gives
 the model's lower-cased tokens joined by spaces, the form ROUGE scores). Decoding settings default to
@@ -22,6 +26,7 @@ Load -> prepare -> search -> words is written here once: ``agentsum summarize``,
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +35,8 @@ import torch
 from agentsum.config import Config
 from agentsum.data.batch import Batch
 from agentsum.data.corpus import Example
-from agentsum.data.dataset import NO_WORDS, Document, has_words, prepare_all, sorted_batches, source_view
+from agentsum.data.dataset import (NO_WORDS, Document, has_words, kept_tokens, prepare_all, sorted_batches,
+                                   source_view)
 from agentsum.data.language import text_processor
 from agentsum.data.records import DataError
 from agentsum.data.vocab import Vocabulary
@@ -40,6 +46,10 @@ from agentsum.decoding.search import Hypotheses, SearchConfig, search
 from agentsum.devices import choose_device
 from agentsum.models.base import SummarizationModel
 from agentsum import checkpoint as checkpoints
+
+#: A text of more than this many times the tokens a model reads (in words) gets :meth:`Summarizer.length_warning`.
+LONG_TEXT_FACTOR = 4
+_WORD = re.compile(r"\S+")
 
 
 class Summarizer:
@@ -51,7 +61,7 @@ class Summarizer:
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "auto"):
         resolved = choose_device(device, setting="device")  # before loading: a bad device fails fast
-        self.checkpoint: Path | None = Path(checkpoint) if checkpoint is not None else checkpoints.default_checkpoint()
+        self.checkpoint: Path | None = checkpoints.checkpoint_path(checkpoint)
         model, vocab, config, metadata = checkpoints.load_model(self.checkpoint, resolved)
         self._hold(model, vocab, config, metadata)
 
@@ -73,6 +83,31 @@ class Summarizer:
     def device(self) -> torch.device:
         """Where the model's parameters are (batches are moved there to be decoded)."""
         return next(self.model.parameters()).device
+
+    # ------------------------------------------------------------------------------ long texts
+    def length_warning(self, text: str, origin: str = "text") -> str | None:
+        """A warning for a text much longer than the model reads, else None.
+
+        The model reads an article's first :func:`~agentsum.data.dataset.kept_tokens` tokens (500 for
+        the shipped dialogue model) and no more, whatever the text's length: a text of more than
+        :data:`LONG_TEXT_FACTOR` times as many whitespace-separated words is summarized from its
+        beginning only. For a dialogue model the warning names the shipped long-document model
+        (``--model calls``). Counting is one pass over the text; nothing else is allocated for it."""
+        kept = kept_tokens(self.config.data)
+        limit = LONG_TEXT_FACTOR * kept
+        words = 0
+        for _ in _WORD.finditer(text):
+            words += 1
+        if words <= limit:
+            return None
+        share = round(100 * kept / words)
+        share = f"about {share}%" if share >= 1 else "under 1%"
+        message = (f"{origin}: {words:,} words, far more than this model reads (its first {kept:,} tokens, {share} "
+                   f"of the text); the summary covers the beginning only")
+        if self.config.data.dialogue:
+            message += ("; this is a dialogue model: for earnings calls and other long documents use the shipped "
+                        "long-document model (--model calls)")
+        return message
 
     # ------------------------------------------------------------------------------ prepare
     def prepare(self, texts: Sequence[str], origin: str = "texts") -> list[Document]:

@@ -2,9 +2,11 @@
 (the same options as ``agentsum serve``)."""
 
 import argparse
+import sys
 
 from agentsum.serve.options import add_arguments
 from agentsum.checkpoint import CheckpointError
+from agentsum.config import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,8 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args)
-    except CheckpointError as e:
-        print(f"agentsum serve: error: {e}")
+    except (CheckpointError, ConfigError) as e:
+        print(f"agentsum serve: error: {e}", file=sys.stderr)
         return 2
 
 

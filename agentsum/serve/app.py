@@ -51,8 +51,8 @@ from agentsum.serve.model import ServedModel
 from agentsum.serve.page import add_page
 from agentsum.serve.schemas import (ERROR_RESPONSES, MAX_BEAM, MAX_LENGTH, RequestError, SummarizeRequest,
                                     SummarizeResponse)
-from agentsum.checkpoint import default_checkpoint
 from agentsum.devices import use_tf32
+from agentsum.options import chosen_checkpoint
 
 __all__ = ["background_server", "create_app", "run"]
 
@@ -329,6 +329,10 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             if empty:
                 names = ", ".join("text" if req.text is not None else f"texts[{i}]" for i in empty)
                 raise RequestError(422, f"{names}: {NO_WORDS}")
+            names = ["text"] if req.text is not None else [f"texts[{i}]" for i in range(len(texts))]
+            # one pass over each text, off the event loop like preparing it
+            notices = await run_in_threadpool(lambda: [served.summarizer.length_warning(t, name)
+                                                       for t, name in zip(texts, names)])
             try:
                 results = await batcher.submit(docs, config, req.attention, ticket, provenance=req.provenance)
             except Busy as e:
@@ -336,6 +340,8 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             except Exception as e:  # noqa: BLE001 - answered as a 500 JSON error, never a crash
                 log.error("summarize failed: %s: %s", type(e).__name__, e)
                 return error_response(500, f"summarization failed ({type(e).__name__}: {e}); it has been logged")
+        for result, notice in zip(results, notices):
+            result["warnings"] = [notice] if notice is not None else []
         return {"summaries": results, "model": model_ref,
                 "elapsed_ms": round((time.perf_counter() - started) * 1000, 2)}
 
@@ -401,7 +407,7 @@ def run(args) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(levelname)s: %(message)s")
     threads = getattr(args, "serve_threads", None) or getattr(args, "threads", None)
-    app = create_app(args.checkpoint or default_checkpoint(), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
+    app = create_app(chosen_checkpoint(args), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                      batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads,
                      device=getattr(args, "device", "auto"))
     log.info("web page and API on http://%s:%d/ (schema: /openapi.json)", args.host, args.port)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from agentsum.options import add_device_option
+from agentsum.options import add_device_option, add_model_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", help="a .pt checkpoint written by `agentsum train` or `agentsum export` "
-                                        "(default: the English dialogue model shipped with agentsum)")
+    add_model_options(p, "a .pt checkpoint written by `agentsum train` or `agentsum export` (default: the "
+                         "English dialogue model shipped with agentsum)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-body-bytes", type=int, default=1_000_000, help="largest request body (default 1000000)")

@@ -192,6 +192,10 @@ class Summary(BaseModel):
                                          "aligned with tokens")
     attention: AttentionPayload | None = None
     provenance: ProvenancePayload | None = None
+    warnings: list[str] = Field(default_factory=list, description=(
+        "what the reader should know about this summary, one message each (empty for most texts): a text far "
+        "longer than the model reads is summarized from its beginning only, and a dialogue model names the "
+        "shipped long-document model (--model calls)"))
 
 
 class ModelRef(BaseModel):
