@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", default=None, help="checkpoint (default: the shipped model)")
     parser.add_argument("--data", type=Path, required=True, help="JSONL file the document is taken from")
     parser.add_argument("--row", type=int, default=0, help="0-based row of --data (default 0)")
-    parser.add_argument("--sentence", type=int, default=0, help="0-based summary sentence to click (default 0)")
+    parser.add_argument("--sentence", type=int, default=0,
+                        help="0-based summary sentence to click (default 0); -1: click none (the page as the "
+                             "answer first shows it, a long source folded)")
     parser.add_argument("--number", action="store_true",
                         help="also click the first summary number the source states; saves OUT with -number")
     parser.add_argument("--width", type=int, default=1280)
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             sentences = driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")
             if args.sentence >= len(sentences):
                 sys.exit(f"the summary has {len(sentences)} sentences; --sentence {args.sentence} is past them")
-            sentences[args.sentence].click()
+            if args.sentence >= 0:
+                sentences[args.sentence].click()
             marked = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.sent-hl")
             if marked:
                 driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", marked[0])
