@@ -4,7 +4,10 @@
 ``benchmarks/results/CORPUS/claim/`` with the run's ``metrics.jsonl`` (training and validation
 records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
 and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM validation rows
-500-999, all of SAMSum's validation). This script prints:
+500-999, all of SAMSum's and ECTSum's validation), and, where the last checkpoint was also scored by
+``agentsum evaluate`` on those rows, its ``scores.json`` (the numbers figures: the share of the
+summaries' numbers the source states, the share of the reference's numbers recalled). This script
+prints:
 
 * one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE;
 * DCA against one agent in each seed (same seed, trained side by side);
@@ -22,7 +25,7 @@ runs without one were shuffled with ``random.shuffle``, the order before ``pcg64
 the seed then fixes the initial weights but not the batches. A reading run again on another machine
 is kept as ``CORPUS-READING-sSEED-rN``.
 
-    python benchmarks/claim_table.py [--corpus cnndm|samsum] [--dir DIR]
+    python benchmarks/claim_table.py [--corpus cnndm|samsum|ectsum] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from pathlib import Path
 from agentsum.data.dataset import LEGACY_EPOCH_ORDER
 
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
-CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends"}
-RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends))*)-s(\d+)(?:-r(\d+))?$")
+CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends",
+           "long": "the agents' tokens"}
+RUN_NAME = re.compile(r"([a-z]+)-(m\d)((?:-(?:if|whole|ends|long))*)-s(\d+)(?:-r(\d+))?$")
 #: The rows each corpus's ROUGE is reported on, as they appear in quality_curve.py's ``data`` key.
-REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:"}
+REPORTED_ROWS = {"cnndm": "[500:", "samsum": "[:", "ectsum": "[:"}
 #: Runs started this close together were trained side by side, on one machine.
 SIDE_BY_SIDE_S = 20 * 60
 
@@ -60,6 +64,7 @@ class Run:
     cpu_minutes: float | None = None
     rouge: tuple[float, float, float] | None = None
     doubled: float | None = None
+    numbers: tuple[float, float] | None = None  # supported, recall (%), from agentsum evaluate's scores.json
     started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
     machine: str | None = None  # the boot id of the machine that trained it
     order: str = LEGACY_EPOCH_ORDER  # the batch order of its epochs (agentsum.data.dataset.EPOCH_ORDER)
@@ -82,8 +87,9 @@ class Run:
 
     @property
     def label(self) -> str:
-        extra = " + ".join(CHANGES[c] for c in CHANGES if c in self.changes)
-        return f"`{self.corpus}-{self.model}`" + (f" + {extra}" if extra else "")
+        extra = " + ".join(CHANGES[c] for c in CHANGES if c in self.changes - {"long"})
+        long = "-long" if "long" in self.changes else ""  # a preset of its own (ectsum-m1-long)
+        return f"`{self.corpus}-{self.model}{long}`" + (f" + {extra}" if extra else "")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -121,6 +127,10 @@ def load_run(directory: Path) -> Run | None:
         run.steps = max(run.steps, last["step"])
         run.rouge = (last["rouge1"], last["rouge2"], last["rougeLsum"])
         run.doubled = last.get("doubled")
+    if (directory / "scores.json").exists():
+        scores = json.loads((directory / "scores.json").read_text())
+        if "numbers_supported" in scores:
+            run.numbers = (scores["numbers_supported"], scores["numbers_recall"])
     return run
 
 
@@ -135,14 +145,17 @@ def runs_table(runs: list[Run]) -> list[str]:
     steps = sorted({s for r in runs for s in r.valid if s % every == 0})
     machines = machine_labels(runs)
     lines = ["| reading | seed | machine | steps | CPU min | train tokens per CPU s | valid NLL at step "
-             + " / ".join(map(str, steps)) + " | R-1 / R-2 / R-L | doubled |", "|---|---|---|---|---|---|---|---|---|"]
+             + " / ".join(map(str, steps)) + " | R-1 / R-2 / R-L | doubled | numbers supported / recall |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes), r.repeat)):
         nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
         tok = f"{r.tokens_per_cpu_s:,.0f}" if r.tokens_per_cpu_s else "–"
         doubled = f"{r.doubled:.1f}%" if r.doubled is not None else "–"
         again = f" (run {r.repeat})" if r.repeat > 1 else ""
-        lines.append(f"| {r.label}{again} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} | {fmt_rouge(r.rouge)} | {doubled} |")
+        numbers = f"{r.numbers[0]:.1f}% / {r.numbers[1]:.1f}%" if r.numbers else "–"
+        lines.append(f"| {r.label}{again} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} "
+                     f"| {fmt_rouge(r.rouge)} | {doubled} | {numbers} |")
     return lines
 
 
@@ -196,11 +209,13 @@ def comparisons(runs: list[Run]) -> list[str]:
     lines = ["| comparison | seed | off | on | NLL on minus off, per step | R-1 / R-2 / R-L on minus off, equal time or steps | tokens per CPU s, on / off |",
              "|---|---|---|---|---|---|---|"]
     rows = []
-    for r in runs:  # three agents against one, same seed and same changes where m1 has them
+    for r in runs:  # agents against one, same seed and same changes where m1 has them
         if r.model == "m6":
             for one in runs:
-                if one.model == "m1" and one.seed == r.seed and one.changes == (r.changes & {"if"}):
-                    rows.append(("three agents against one", one, r))
+                if one.model == "m1" and one.seed == r.seed and one.changes - {"long"} == (r.changes & {"if"}):
+                    what = ("agents against one" + (" over the same tokens" if "long" in one.changes else "")
+                            if r.corpus == "ectsum" else "three agents against one")
+                    rows.append((what, one, r))
     for on in runs:  # each change (or set of changes) on and off
         for off in runs:
             if (off.seed, off.model) == (on.seed, on.model) and off.changes < on.changes:
