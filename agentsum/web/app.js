@@ -188,6 +188,14 @@
     $("#error").textContent = "";
   }
 
+  // The server's warnings about the text (e.g. a text far longer than the model reads, with the
+  // shipped model that suits it better); shown beside a summary, cleared with it.
+  function showWarnings(warnings) {
+    const box = $("#warning");
+    box.textContent = (warnings || []).join(" ");
+    box.hidden = !box.textContent;
+  }
+
   function readFile(file) {
     clearError();
     if (!file) return;
@@ -221,6 +229,7 @@
     state.bands = [];
     ["#summary", "#source", "#legend", "#attn-detail"].forEach((sel) => $(sel).replaceChildren());
     $("#status").textContent = "";
+    showWarnings([]);
   }
 
   async function summarize(event) {
@@ -262,6 +271,7 @@
         return;
       }
       render(data.summaries[0]);
+      showWarnings(data.summaries[0].warnings);
       $("#status").textContent = `Done in ${Math.round(data.elapsed_ms)} ms.`;
     } catch (e) {
       if (request === state.request) showError(`Could not reach the server (${e.message}).`);

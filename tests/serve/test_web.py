@@ -502,3 +502,27 @@ def test_the_agent_legend_of_a_call_with_many_agents_wraps_inside_its_panel(serv
     assert layout["page"] <= layout["window"], layout
     assert layout["right"] <= layout["panel"] + 1, layout
     assert layout["rows"] > 1 and layout["tallest"] < 30, layout
+
+
+def test_the_servers_warning_about_a_long_text_is_shown_and_goes_with_the_summary(server, driver):
+    """A summary's `warnings` (a text far longer than the model reads) is shown under the form; the
+    next summary, without one, takes it off the screen."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    answer = _long_answer()
+    warning = "The text has 12,000 words; this model reads its first 800 tokens. Try --model calls."
+    answer["summaries"][0]["warnings"] = [warning]
+    _show_canned(server, driver, answer)
+    box = driver.find_element(By.ID, "warning")
+    assert box.is_displayed() and box.text == warning
+    # the next answer has no warning: the box goes
+    del answer["summaries"][0]["warnings"]
+    driver.execute_script("""
+        const answer = arguments[0];
+        window.fetch = () => Promise.resolve(new Response(JSON.stringify(answer),
+                                                          {headers: {'Content-Type': 'application/json'}}));
+    """, answer)
+    driver.find_element(By.ID, "summarize").click()
+    WebDriverWait(driver, 30).until(lambda d: not d.find_element(By.ID, "warning").is_displayed())
+    assert driver.find_element(By.ID, "warning").text == ""
