@@ -45,7 +45,7 @@ import torch
 
 from agentsum.data.batch import Batch
 from agentsum.data.numerals import SCALES, is_numeral
-from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.copying import copy_positions
 from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
@@ -302,6 +302,18 @@ class SourceNumbers:
                     follows[ext_ids[b][a][i]] = (scales, bare)
             self.follows.append(follows)
         self.numeral, self.scale = self.numeral.to(device), self.scale.to(device)
+        # (B, A * S) bool: the source positions that hold a numeral (what an UNK copied from would be)
+        A, S = batch.src_ext_ids.shape[1:]
+        self.numeral_at = torch.zeros((B, A * S), dtype=torch.bool)
+        for b, agents in enumerate(batch.src_tokens):
+            for a, tokens in enumerate(agents):
+                for i, token in enumerate(tokens[:S]):
+                    if is_numeral(token):
+                        self.numeral_at[b, a * S + i] = True
+        self.numeral_at = self.numeral_at.to(device)
+        # per document: the numerals the source writes only scaled, with the scale words it writes
+        self.scaled_only: list[dict[int, set[int]]] = [
+            {x: scales for x, (scales, bare) in follows.items() if not bare} for follows in self.follows]
 
     def filter(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, row_doc: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -332,6 +344,63 @@ class SourceNumbers:
                 needs_scale[r] = True
             log_probs[r, allowed] = kept
         return log_probs, needs_scale
+
+
+    def forbid_numeral_unks(self, log_probs: torch.Tensor, positions: torch.Tensor, row_doc: torch.Tensor
+                            ) -> torch.Tensor:
+        """Forbid (-inf, in place) UNK in the rows whose UNK would be replaced by a numeral: the
+        source word at the row's copy position ``positions`` (N,) (:func:`copy_positions`, the UNK
+        replacement of :func:`agentsum.decoding.copying.to_words`). Such an UNK is a number written
+        past the copy distribution, and past :meth:`filter`'s scale rule: a generated UNK put in as
+        ``1.5`` and followed by a generated ``million`` where the call says ``$ 1.5 billion``. The
+        numeral can still be copied, where the scale rule holds."""
+        unk_is_numeral = self.numeral_at[row_doc.to(self.numeral_at.device), positions.to(self.numeral_at.device)]
+        log_probs[:, UNK_ID] = log_probs[:, UNK_ID].masked_fill(unk_is_numeral.to(log_probs.device), NEG_INF)
+        return log_probs
+
+    def forbid_dead_ends(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, row_doc: torch.Tensor,
+                         n: int, window: int, last_step: bool = False) -> torch.Tensor:
+        """Forbid (-inf, in place) a numeral the source writes only scaled when every scale word it
+        may take would be forbidden at the next step: by n-gram blocking (the n-gram ending in the
+        numeral and that scale is already in the row's history) or by ``repeat_window`` (the scale
+        word is among the last ``window`` tokens). Without this look-ahead a row that writes such a
+        numeral is a dead end (:meth:`filter`), and when every row of a beam reaches one at once,
+        search continues from forbidden tokens: ``$ 1.5 million`` where the call says ``$ 1.5
+        billion`` and the summary had stated it already. n = 0: no n-gram blocking. At the
+        ``last_step`` (``max_length`` is reached after it) no scale word can follow: every such
+        numeral is forbidden."""
+        if not any(self.scaled_only):
+            return log_probs
+        if last_step:
+            for r, d in enumerate(row_doc.tolist()):
+                if self.scaled_only[d]:
+                    log_probs[r, list(self.scaled_only[d])] = NEG_INF
+            return log_probs
+        if t == 0:
+            return log_probs
+        rows = history[:, :t].tolist()
+        for r, d in enumerate(row_doc.tolist()):
+            scaled_only = self.scaled_only[d]
+            if not scaled_only:
+                continue
+            row = rows[r]
+            blocked: dict[int, set[int]] = {}  # numeral -> its scale words forbidden after it
+            if n >= 2 and t >= n - 1:  # earlier n-grams that begin with the row's last n - 2 tokens
+                context = row[t - (n - 2):] if n > 2 else []
+                for j in range(t - n + 1):
+                    if row[j : j + n - 2] == context and row[j + n - 2] in scaled_only:
+                        blocked.setdefault(row[j + n - 2], set()).add(row[j + n - 1])
+            elif n == 1:
+                blocked = {x: set(row) for x in scaled_only}
+            recent = set(row[max(t + 1 - window, 0):]) if window > 1 else set()
+            if recent:
+                for x, scales in scaled_only.items():
+                    if scales & recent:
+                        blocked.setdefault(x, set()).update(scales & recent)
+            for x, forbidden in blocked.items():
+                if scaled_only[x] <= forbidden:
+                    log_probs[r, x] = NEG_INF
+        return log_probs
 
 
 def _source_numbers(model: StepModel, batch: Batch, config: SearchConfig, vocab: Vocabulary | None,
@@ -411,6 +480,8 @@ def filtered_step(
     needs_scale = None
     if numbers is not None:
         log_probs, needs_scale = numbers.filter(log_probs, history, t, row_doc)
+        if config.unk_replace:
+            numbers.forbid_numeral_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
     n = config.ngram_block
     if n and t >= max(n - 1, 1):
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
@@ -419,6 +490,9 @@ def filtered_step(
     if config.repeat_window and t > 0:
         recent = history[:, max(t - config.repeat_window, 0) : t].to(log_probs.device)
         log_probs.scatter_(1, recent, NEG_INF)
+    if numbers is not None:  # after the repeat filters, which it looks one step past
+        numbers.forbid_dead_ends(log_probs, history, t, row_doc, n=n or 0, window=config.repeat_window,
+                                 last_step=t == config.max_length - 1)
     # A row whose every token is forbidden (unigram blocking over a small vocabulary before
     # min_length, say) ends: otherwise search would pick among forbidden ids. No wait for the device.
     # A number that needs its scale word does not end so (SourceNumbers.filter): that row is dead.

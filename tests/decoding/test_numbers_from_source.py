@@ -76,6 +76,48 @@ def test_a_scale_word_after_a_numeral_follows_the_source():
     assert torch.isfinite(untouched).all() and none is None
 
 
+def test_a_numeral_whose_every_scale_would_be_blocked_next_is_forbidden_now():
+    """Look-ahead: doc 1 writes 30.8 only as "30.8 million" and 45 only as "45 billion". Once a row
+    has written "$ 30.8 million", trigram blocking would forbid "million" after another "$ 30.8",
+    so "30.8" is forbidden after "$" (45 is not); a window holding "million" forbids it too."""
+    batch = make_batch(DOCS, VOCAB)
+    numbers = SourceNumbers(VOCAB, batch, torch.device("cpu"))
+    width = V + batch.max_oov
+
+    def forbidden(history, doc, n, window):
+        log_probs = numbers.forbid_dead_ends(torch.zeros(1, width), torch.tensor([[w(t) for t in history]]),
+                                             len(history), torch.tensor([doc]), n=n, window=window)
+        return {VOCAB.itos[i] for i in torch.isinf(log_probs[0]).nonzero().squeeze(1).tolist()}
+
+    stated = ["revenue", "$", "30.8", "million", "and", "$"]
+    assert forbidden(stated, 1, n=3, window=0) == {"30.8"}
+    assert forbidden(stated, 1, n=0, window=0) == set()  # no blocking: no dead end
+    assert forbidden(stated[:-1] + ["to"], 1, n=3, window=0) == set()  # "to 30.8 million" is new
+    assert forbidden(stated, 1, n=2, window=0) == {"30.8"}  # "30.8 million" is a bigram already
+    assert forbidden(stated, 0, n=3, window=0) == set()  # doc 0 writes 12 bare too; 30.8 is not its own
+    # "million" two tokens back: inside a window of 3 after the numeral, outside a window of 2
+    assert forbidden(["revenue", "million", "$"], 1, n=0, window=3) == {"30.8"}
+    assert forbidden(["revenue", "million", "$"], 1, n=0, window=2) == set()
+    assert forbidden(["million", "and", "$"], 1, n=0, window=3) == set()
+    # the last step before max_length: no scale word can follow, so neither can such a numeral
+    last = numbers.forbid_dead_ends(torch.zeros(1, width), torch.tensor([[w("was")]]), 1, torch.tensor([1]),
+                                    n=0, window=0, last_step=True)
+    assert {VOCAB.itos[i] for i in torch.isinf(last[0]).nonzero().squeeze(1).tolist()} == {"30.8", "45"}
+
+
+def test_an_unk_that_would_be_replaced_by_a_numeral_is_forbidden():
+    """UNK replacement puts in the source word at the copy position: where that is a numeral, UNK is
+    forbidden (the numeral can be copied, under the scale rule); elsewhere UNK stays allowed."""
+    batch = make_batch(DOCS, VOCAB)
+    numbers = SourceNumbers(VOCAB, batch, torch.device("cpu"))
+    S = batch.src_ext_ids.size(2)
+    # doc 0, agent 0: revenue rose to $ 12 million ...; agent 1: eps was 12 and 17.25 .
+    positions = torch.tensor([4, 0, S + 2, S + 4, S + 5])  # "12", "revenue", "12", "17.25", "."
+    log_probs = numbers.forbid_numeral_unks(torch.zeros(5, V + batch.max_oov), positions, torch.zeros(5, dtype=torch.long))
+    assert torch.isinf(log_probs[:, 1]).tolist() == [True, False, True, True, False]  # UNK is id 1
+    assert torch.isfinite(log_probs[:, 2:]).all()
+
+
 # ------------------------------------------------------------------------------------------
 # Search with tiny real models
 # ------------------------------------------------------------------------------------------
@@ -115,6 +157,52 @@ def test_search_writes_no_number_that_its_source_lacks(kind, strategy):
         for numeral, after in zip(words, words[1:]):
             if is_numeral(numeral) and after in SCALES:
                 assert (numeral, after) in pairs, f"{numeral} {after} is not how the source writes it"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_with_trigram_blocking_the_best_summary_is_never_a_dead_end(seed):
+    """A number-loving model writes "$ 30.8 million" and wants it again: with trigram blocking the
+    second "million" is forbidden, so without look-ahead every beam can end in a dead "$ 30.8" and
+    search goes on from forbidden tokens; and a numeral at the last step is cut from its scale. The
+    best summary must have a finite score and state every number as the source does."""
+    model, batch = number_loving("dca", seed=seed), make_batch([DOCS[1]], VOCAB)
+    tokens = [t for agent in DOCS[1] for t in agent]
+    pairs = set(zip(tokens, tokens[1:]))
+    hyps = beam_search(model, batch, cfg(numbers_from_source=True, block_trigrams=True, max_length=20, beam_size=2),
+                       vocab=VOCAB)
+    best = hyps.n_best[0][0]
+    words = to_words([best.tokens], [best.copy_positions], batch, VOCAB)[0]
+    assert best.score > NEG_INF, words
+    for numeral, after in zip(words, words[1:] + ["<end>"]):
+        if numeral in ("30.8", "45"):
+            assert (numeral, after) in pairs, f"{numeral} {after} in {words}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_number_comes_from_unk_replacement(seed):
+    """A model that generates UNK far more than anything else: its UNKs are replaced by the source
+    words they attend to, numerals among them, without the option; with it, every numeral of the
+    summary is a numeral token (copied), none an UNK put in, and the summary is still written."""
+    from agentsum.data.vocab import UNK_ID
+
+    torch.manual_seed(seed)
+    model = build_model(TINY_MODELS["dca"], V).eval()
+    with torch.no_grad():
+        for layer in [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == V]:
+            layer.bias[UNK_ID] += 8.0
+    # sources that are mostly numerals, so that an UNK's copy position is one by chance
+    batch = make_batch([[["12", "million", "30.8", "2.5", "45", "billion", "7", "99", "."]],
+                        [["revenue", "2021", "1,000", "$", "2.5", "million", "12", "."]]], VOCAB)
+
+    def unk_numerals(config, **kw):
+        hyps = beam_search(model, batch, config, **kw)
+        words = to_words(hyps.tokens, hyps.copy_positions, batch, VOCAB)
+        return sum(1 for ids, ws in zip(hyps.tokens, words) for i, w_ in zip(ids, ws) if i == UNK_ID and is_numeral(w_))
+
+    assert unk_numerals(cfg(max_length=12, min_length=12)) > 0, "without the option UNKs become numerals"
+    assert unk_numerals(cfg(max_length=12, min_length=12, numbers_from_source=True), vocab=VOCAB) == 0
+    hyps = beam_search(model, batch, cfg(max_length=12, min_length=12, numbers_from_source=True), vocab=VOCAB)
+    assert all(len(ids) == 12 and score > NEG_INF for ids, score in zip(hyps.tokens, hyps.scores))
 
 
 def test_sampling_obeys_the_option_too():
