@@ -40,6 +40,8 @@ class _AdditiveScores(torch.autograd.Function):
     # Blocks are computed in float32 (or float64) even when the inputs are bfloat16 (CPU autocast):
     # the CPU has no fast bfloat16 tanh, and the inputs are small next to the blocks. Scores come
     # back in that precision (the softmax that follows wants it); gradients in each input's dtype.
+    # Every block is written into one buffer allocated once per call: a fresh 2 MiB tensor per
+    # block costs an allocation, and page faults where the allocator returns it to the kernel.
 
     @staticmethod
     def forward(ctx, keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -48,8 +50,11 @@ class _AdditiveScores(torch.autograd.Function):
         work = torch.promote_types(keys.dtype, torch.float32)
         k, q, w = keys.to(work), query.to(work), v.to(work)
         out = keys.new_empty(B, T, S, dtype=work)
-        for b0, b1, t0, t1 in _blocks(B, T, S, H):
-            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))  # (b, t, S, H)
+        blocks = list(_blocks(B, T, S, H))
+        buffer = keys.new_empty(_largest(blocks) * S * H, dtype=work)
+        for b0, b1, t0, t1 in blocks:
+            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2),
+                          out=buffer[: (b1 - b0) * (t1 - t0) * S * H].view(b1 - b0, t1 - t0, S, H))
             x.tanh_()
             out[b0:b1, t0:t1] = x @ w
         ctx.save_for_backward(keys, query, v)
@@ -57,23 +62,39 @@ class _AdditiveScores(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
+        # With x = tanh(k_s + q_t) and d = 1 - x^2, the gradients are
+        #   dv = sum_{t,s} g_ts x_ts,  dq_t = v * sum_s g_ts d_ts,  dk_s = v * sum_t g_ts d_ts:
+        # two matrix-vector products and one multiply-add per block over the recomputed tanh, and
+        # the factor v once at the end instead of once per block element.
         keys, query, v = ctx.saved_tensors
         B, S, H = keys.shape
         T = query.size(1)
         work = torch.promote_types(keys.dtype, torch.float32)
         k, q, w, grad = keys.to(work), query.to(work), v.to(work), grad.to(work).contiguous()
-        g_keys = keys.new_zeros(keys.shape, dtype=work)
-        g_query = query.new_empty(query.shape, dtype=work)
+        g_keys = keys.new_zeros(keys.shape, dtype=work)  # sum_t g d, times v at the end
+        g_query = query.new_empty(query.shape, dtype=work)  # sum_s g d, times v at the end
         g_v = v.new_zeros(v.shape, dtype=work)
-        for b0, b1, t0, t1 in _blocks(B, T, S, H):
+        one = keys.new_ones((), dtype=work)
+        blocks = list(_blocks(B, T, S, H))
+        buffer = keys.new_empty(_largest(blocks) * S * H, dtype=work)
+        for b0, b1, t0, t1 in blocks:
             g = grad[b0:b1, t0:t1]  # (b, t, S)
-            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2))
+            x = torch.add(k[b0:b1].unsqueeze(1), q[b0:b1, t0:t1].unsqueeze(2),
+                          out=buffer[: (b1 - b0) * (t1 - t0) * S * H].view(b1 - b0, t1 - t0, S, H))
             x.tanh_()  # recomputed, not stored
-            g_v += x.reshape(-1, H).t() @ g.reshape(-1)  # d/dv = sum g * tanh
-            x.square_().neg_().add_(1).mul_(w).mul_(g.unsqueeze(-1))  # d/d(pre-activation) = g v (1 - tanh^2)
-            g_query[b0:b1, t0:t1] = x.sum(2)
-            g_keys[b0:b1] += x.sum(1)
+            g_v.addmv_(x.view(-1, H).t(), g.reshape(-1))  # d/dv = sum g * tanh
+            d = torch.addcmul(one, x, x, value=-1, out=x)  # 1 - tanh^2, in place
+            g_query[b0:b1, t0:t1] = (g.unsqueeze(-2) @ d).squeeze(-2)  # (b, t, 1, S) @ (b, t, S, H)
+            for j in range(t1 - t0):
+                g_keys[b0:b1].addcmul_(g[:, j].unsqueeze(-1), d[:, j])
+        g_keys.mul_(w)
+        g_query.mul_(w)
         return g_keys.to(keys.dtype), g_query.to(query.dtype), g_v.to(v.dtype)
+
+
+def _largest(blocks) -> int:
+    """The most (document, step) pairs any one block holds."""
+    return max(((b1 - b0) * (t1 - t0) for b0, b1, t0, t1 in blocks), default=0)
 
 
 def additive_scores(keys: torch.Tensor, query: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -64,3 +64,21 @@ def test_bfloat16_inputs_are_computed_in_float32():
     exact_grads = torch.autograd.grad(broadcast(k32, q32, v32).sum(), (k32, q32, v32))
     for a, b in zip(grads, exact_grads):
         torch.testing.assert_close(a.float(), b, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("block", [300, 2000, 1 << 19])  # a step per block, a few steps, several documents
+def test_float32_gradients_stay_within_float_rounding_of_the_exact_ones(monkeypatch, block):
+    # the backward pass sums g (1 - tanh^2) with matrix products and multiplies by v once at the end:
+    # another order of float32 sums than the broadcast form's, so it is held to float64 here
+    monkeypatch.setattr(additive, "BLOCK_ELEMENTS", block)
+    g = torch.Generator().manual_seed(11)
+    keys = torch.randn(3, 40, 8, generator=g, requires_grad=True)
+    query = torch.randn(3, 6, 8, generator=g, requires_grad=True)
+    v = torch.randn(8, generator=g, requires_grad=True)
+    upstream = torch.randn(3, 6, 40, generator=g)
+    exact_inputs = [x.detach().double().requires_grad_() for x in (keys, query, v)]
+    exact = torch.autograd.grad((broadcast(*exact_inputs) * upstream.double()).sum(), exact_inputs)
+    got = torch.autograd.grad((additive_scores(keys, query, v) * upstream).sum(), (keys, query, v))
+    for a, b in zip(got, exact):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a.double(), b, rtol=1e-5, atol=1e-5)
