@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from agentsum.data.batch import Batch
 from agentsum.data.vocab import PAD_ID
@@ -90,6 +91,12 @@ class DCAConfig:
     # Eq (6)'s message: "mean" over the other agents as printed; "length" weights each by its tokens,
     # so an agent holding 3 tokens counts for less than one holding 250.
     message: str = "mean"
+    # Activation checkpointing of the agents' encoder: each bLSTM layer (eq 1-5, 7) keeps only its
+    # input and output during the forward pass and is run again during the backward pass, so a
+    # training step holds one layer's LSTM internals at a time instead of all of them: less memory
+    # on long documents (benchmarks/results/long/), about one more encoder forward pass of time.
+    # Same loss and gradients (tests/models/test_checkpoint_agents.py). Training only.
+    checkpoint_agents: bool = False
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
@@ -272,10 +279,11 @@ class DCA(nn.Module):
 
         x = self.dropout(self.embedding(src.reshape(B * A, S)))  # (B*A, S, E)
         ends = self.config.agent_state == "ends"
-        h, final = self._agent_states(self.local(x, lengths, ends=ends), last)  # h^(1), eq (1)-(2)
+        h, final = self._agent_states(self._run_layer(self.local, x, lengths, ends=ends), last)  # h^(1), eq (1)-(2)
         for layer in self.contextual:
             message = self._message(final, agent_mask, batch.src_lengths)  # z^(k), eq (6)
-            h, final = self._agent_states(layer(self.dropout(h), message, lengths, ends=ends), last)  # eq (3)-(5), (7)
+            out = self._run_layer(layer, self.dropout(h), message, lengths, ends=ends)  # eq (3)-(5), (7)
+            h, final = self._agent_states(out, last)
         keys = self.w5(h)  # W5 h of eq (8), once per document
         if self.config.init_state == "mean":
             weights = agent_mask.to(final.dtype).unsqueeze(-1)
@@ -291,6 +299,15 @@ class DCA(nn.Module):
             init_hidden=init_hidden,
             n_ext=self.vocab_size + batch.max_oov,
         )
+
+    def _run_layer(self, layer: nn.Module, *inputs, ends: bool):
+        """``layer(*inputs, ends=ends)``; with ``checkpoint_agents`` and gradients on, checkpointed:
+        its internals are recomputed in the backward pass instead of kept. The layers hold no dropout
+        or other randomness (dropout is applied to their inputs, outside), so the recomputation is
+        the same computation."""
+        if self.config.checkpoint_agents and torch.is_grad_enabled():
+            return checkpoint(layer, *inputs, ends=ends, use_reentrant=False)
+        return layer(*inputs, ends=ends)
 
     def _agent_states(self, out, last: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A layer's output as (h (B, A, S, H), each agent's last state (B, A, H)): the layer's own
