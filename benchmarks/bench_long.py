@@ -60,7 +60,9 @@ PEER = SHARED / "peers" / "opennmt"
 CHECKPOINT = ROOT.parent / "wt-study" / "runs" / "ectsum-m6-s1" / "checkpoints" / "last.pt"
 ROWS = ("dca1", "dca400", "transformer", "onmt")
 LABELS = {"dca1": "DCA, 1 agent", "dca400": "DCA, 400-token agents", "transformer": "Transformer-PG",
-          "onmt": "OpenNMT-py RNN PG", "dca400@before": "DCA, 400-token agents (before)"}
+          "onmt": "OpenNMT-py RNN PG", "dca400@before": "DCA, 400-token agents (before)",
+          "dca1+ckpt": "DCA, 1 agent, checkpointed encoder", "dca400+ckpt": "DCA, 400-token agents, checkpointed encoder"}
+CHECKPOINTED = "+ckpt"  # a DCA row with model.checkpoint_agents: true
 BASELINE_ROW = "dca1"
 LINEAR_LENGTH = 8000  # each length's time is also given against this one
 MAX_SUMMARY_TOKENS = 120  # the ECTSum presets' data.max_summary_tokens
@@ -106,6 +108,9 @@ def concatenated(articles: list[list[list[str]]], length: int) -> list[list[str]
 def row_config(row: str, length: int, overrides: list[str]):
     """The run configuration of a row at ``length`` source tokens."""
     from agentsum.config import load_config
+
+    if row.endswith(CHECKPOINTED):
+        return row_config(row[: -len(CHECKPOINTED)], length, ["model.checkpoint_agents=true", *overrides])
 
     if row.startswith("dca1"):
         return load_config("ectsum-m6", [f"data.max_article_tokens={length}", "data.agents=1",
@@ -444,11 +449,14 @@ def targets(results: list[dict], decode: list[dict], lengths: list[int]) -> list
             met = all(dca["tokens_per_s"] > o.get("tokens_per_s", 0) for o in others.values())
             out.append({"target": "DCA (400-token agents) at 4k tokens ahead of every other row in tokens/s",
                         "met": met, "value": f"{dca['tokens_per_s']:.0f} tok/s vs " + ", ".join(beaten)})
-    for row in ("dca1", "dca400"):
+    for row in ("dca1", "dca400", "dca1" + CHECKPOINTED, "dca400" + CHECKPOINTED):
         r = by.get((row, 16000), {})
         if "peak_rss_mb" in r and "step_s" in r:
             out.append({"target": f"{LABELS[row]}: peak RSS at 16k tokens, batch 8 <= 8 GB", "met": r["peak_rss_mb"] <= 8192,
                         "value": f"{r['peak_rss_mb'] / 1024:.2f} GB"})
+        elif "error" in r:
+            out.append({"target": f"{LABELS[row]}: peak RSS at 16k tokens, batch 8 <= 8 GB", "met": False,
+                        "value": r["error"]})
     for d in decode:
         if d.get("case") == "qmsum" and "peak_rss_mb" in d:
             out.append({"target": "the longest QMSum meeting decoded (beam 5) within 4 GB", "met": d["peak_rss_mb"] <= 4096,
@@ -543,6 +551,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lengths", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
     p.add_argument("--rows", nargs="+", default=list(ROWS), choices=ROWS)
+    p.add_argument("--checkpointed-lengths", type=int, nargs="*", default=[8000, 16000],
+                   help="lengths at which the DCA rows also run with model.checkpoint_agents: true")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--vocab", type=int, default=20000)
     p.add_argument("--calls", type=int, default=600, help="ECTSum training calls read (text and vocabulary)")
@@ -551,7 +561,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--memory-cap-gb", type=float, default=12.0, help="address-space limit of each row (0: none)")
-    p.add_argument("--timeout", type=int, default=900, help="seconds one row may run")
+    p.add_argument("--timeout", type=int, default=600, help="seconds one row may run")
     p.add_argument("--decode", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--decode-calls", type=int, default=3)
     p.add_argument("--ectsum-valid", type=Path, default=ECTSUM / "valid.jsonl")
@@ -582,17 +592,55 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     args.inputs = args.work / "inputs.json"
     loadavg_start = os.getloadavg()
-    lengths = sorted(set(args.lengths) | ({args.profile_length} if args.before else set()))
+    lengths = sorted(set(args.lengths) | ({args.profile_length} if args.before or args.profile else set()))
     inputs = build_inputs(args.data, args.calls, lengths, args.batch, args.vocab)
     args.inputs.write_text(json.dumps(inputs))
     notes = list(args.note)
     if len(inputs["vocab"]) < args.vocab + 4:
         notes.append(f"the {args.calls} calls hold {len(inputs['vocab']) - 4} distinct tokens: the vocabulary is that")
 
-    results, too_big = [], {}
-    jobs = [(row, length, None) for length in sorted(args.lengths) for row in args.rows]
-    if args.before:
-        jobs.append(("dca400@before", args.profile_length, args.before))
+    results, too_big, decode, profiles = [], {}, [], []
+
+    def write(final: bool = False) -> dict:
+        """The report so far (after every measurement, so that a run cut short leaves what it measured)."""
+        add_ratios(results)
+        report = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+                  "command": command, "threads": args.threads, "batch": args.batch, "vocab": len(inputs["vocab"]),
+                  "steps": args.steps, "warmup": args.warmup, "memory_cap_gb": args.memory_cap_gb,
+                  "loadavg_start": [round(x, 2) for x in loadavg_start],
+                  "loadavg_end": [round(x, 2) for x in os.getloadavg()], "complete": final,
+                  "train": results, "decode": decode, "targets": targets(results, decode, args.lengths),
+                  "profiles": profiles, "notes": notes + ([] if final else ["incomplete: the run was still going"])}
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        (args.out_dir / "bench_long.json").write_text(json.dumps(report, indent=1) + "\n")
+        (args.out_dir / "bench_long.md").write_text(markdown(report))
+        if profiles:
+            (args.out_dir / "profile_4k.md").write_text(profile_markdown(profiles, command))
+        return report
+
+    # decoding and the profile first: minutes, where the long rows take most of the run
+    if args.decode:
+        for case in ("ectsum", "qmsum"):
+            d = {"case": case, **run_child({"kind": "decode", "case": case}, args)}
+            decode.append(d)
+            print(f"decode {case}: " + (f"{d['seconds_per_doc']:.1f} s/doc {d['peak_rss_mb'] / 1024:.2f} GB"
+                                        if "docs" in d else d["error"]), file=sys.stderr)
+            write()
+
+    if args.profile:
+        for label, code in [("after", None)] + ([("before", args.before)] if args.before else []):
+            prof = {"label": label, **run_child({"kind": "profile", "length": args.profile_length}, args, code)}
+            profiles.append(prof)
+            print(f"profile {label}: " + (f"{prof['step_s_profiled']:.2f} s/step" if "top" in prof else prof["error"]),
+                  file=sys.stderr)
+            write()
+    jobs = []
+    for length in sorted(args.lengths):
+        jobs += [(row, length, None) for row in args.rows]
+        if length in args.checkpointed_lengths:
+            jobs += [(row + CHECKPOINTED, length, None) for row in args.rows if row.startswith("dca")]
+        if args.before and length == args.profile_length:  # beside the rows it is compared with
+            jobs.append(("dca400@before", length, args.before))
     for row, length, code in jobs:
         if row in too_big:
             results.append({"row": row, "length": length, "error": f"skipped: needed more than the cap at {too_big[row]}"})
@@ -607,38 +655,9 @@ def main() -> None:
         print(f"{row:14} {length:6} " + (f"{result['step_s']:7.2f} s/step {result['tokens_per_s']:8.0f} tok/s "
                                           f"{result['peak_rss_mb'] / 1024:6.2f} GB" if "step_s" in result
                                           else result["error"]), file=sys.stderr)
-    add_ratios(results)
+        write()
 
-    decode = []
-    if args.decode:
-        for case in ("ectsum", "qmsum"):
-            d = {"case": case, **run_child({"kind": "decode", "case": case}, args)}
-            decode.append(d)
-            print(f"decode {case}: " + (f"{d['seconds_per_doc']:.1f} s/doc {d['peak_rss_mb'] / 1024:.2f} GB"
-                                        if "docs" in d else d["error"]), file=sys.stderr)
-
-    profiles = []
-    if args.profile:
-        for label, code in [("after", None)] + ([("before", args.before)] if args.before else []):
-            prof = {"label": label, **run_child({"kind": "profile", "length": args.profile_length}, args, code)}
-            profiles.append(prof)
-            print(f"profile {label}: " + (f"{prof['step_s_profiled']:.2f} s/step" if "top" in prof else prof["error"]),
-                  file=sys.stderr)
-
-    report = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-              "command": command, "threads": args.threads, "batch": args.batch, "vocab": len(inputs["vocab"]),
-              "steps": args.steps, "warmup": args.warmup, "memory_cap_gb": args.memory_cap_gb,
-              "loadavg_start": [round(x, 2) for x in loadavg_start],
-              "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-              "train": results, "decode": decode, "targets": targets(results, decode, args.lengths),
-              "profiles": profiles, "notes": notes}
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "bench_long.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.out_dir / "bench_long.md").write_text(markdown(report))
-    if profiles:
-        (args.out_dir / "profile_4k.md").write_text(profile_markdown(profiles, command))
-    print(markdown(report))
-
+    print(markdown(write(final=True)))
 
 if __name__ == "__main__":
     main()

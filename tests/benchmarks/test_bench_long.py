@@ -32,6 +32,8 @@ def test_rows_split_the_same_tokens_into_one_agent_or_400_token_agents():
     many = split_article(doc, bench_long.row_config("dca400", 1000, []).data)
     assert [len(a) for a in one] == [1000]
     assert len(many) == 3 and all(len(a) <= 400 for a in many) and sum(map(len, many)) == 1000
+    assert bench_long.row_config("dca400+ckpt", 1000, []).model["checkpoint_agents"] is True
+    assert bench_long.row_config("dca1+ckpt", 1000, []).data == bench_long.row_config("dca1", 1000, []).data
     transformer = bench_long.row_config("transformer", 16000, [])
     assert transformer.model["type"] == "transformer_pg" and transformer.model["max_positions"] >= 16000
     assert [len(a) for a in split_article(doc, transformer.data)] == [1000]
