@@ -5,9 +5,10 @@
 records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
 and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM validation rows
 500-999, all of SAMSum's and ECTSum's validation), and, where the last checkpoint was also scored by
-``agentsum evaluate`` on those rows, its ``scores.json`` (the numbers figures: the share of the
-summaries' numbers the source states, the share of the reference's numbers recalled). This script
-prints:
+``agentsum evaluate`` on those rows, its ``scores.json``: its ROUGE and doubled-word rate then replace
+``curve.jsonl``'s (so that every run of a table is decoded with the same settings, whatever its
+checkpoint's defaults), and it adds the numbers figures (the share of the summaries' numbers the
+source states, the share of the reference's numbers recalled). This script prints:
 
 * one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE;
 * DCA against one agent in each seed (same seed, trained side by side);
@@ -127,8 +128,10 @@ def load_run(directory: Path) -> Run | None:
         run.steps = max(run.steps, last["step"])
         run.rouge = (last["rouge1"], last["rouge2"], last["rougeLsum"])
         run.doubled = last.get("doubled")
-    if (directory / "scores.json").exists():
+    if (directory / "scores.json").exists():  # agentsum evaluate of the last checkpoint: it wins over curve.jsonl
         scores = json.loads((directory / "scores.json").read_text())
+        run.rouge = (scores["rouge1"], scores["rouge2"], scores["rougeLsum"])
+        run.doubled = scores.get("doubled", run.doubled)
         if "numbers_supported" in scores:
             run.numbers = (scores["numbers_supported"], scores["numbers_recall"])
     return run

@@ -67,7 +67,8 @@ def _search_fields(search_config: SearchConfig) -> dict:
     """The search settings that matter for comparing runs, recorded beside the scores."""
     return dict(beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
                 no_repeat_ngram_size=search_config.ngram_block, repetition_penalty=search_config.repetition_penalty,
-                repeat_window=search_config.repeat_window)
+                repeat_window=search_config.repeat_window, numbers_from_source=search_config.numbers_from_source,
+                min_length=search_config.min_length, max_length=search_config.max_length)
 
 
 class NoDocuments(DataError):

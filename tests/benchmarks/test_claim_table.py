@@ -143,15 +143,18 @@ def test_an_ectsum_pair_compares_agents_with_one_agent_over_the_same_tokens_and_
         score = {"run": name, "step": max(valid), "data": "valid.jsonl[:None]", "rouge1": rouge[0],
                  "rouge2": rouge[1], "rougeLsum": rouge[2], "doubled": 5.0}
         (run / "curve.jsonl").write_text(json.dumps(score) + "\n")
-        if numbers is not None:
-            (run / "scores.json").write_text(json.dumps({"numbers_supported": numbers[0], "numbers_recall": numbers[1]}))
+        if numbers is not None:  # evaluate's scores of the same checkpoint, decoded otherwise: they win
+            (run / "scores.json").write_text(json.dumps({"numbers_supported": numbers[0], "numbers_recall": numbers[1],
+                                                         "rouge1": rouge[0] + 1, "rouge2": rouge[1], "rougeLsum": rouge[2],
+                                                         "doubled": 1.0}))
         return claim_table.load_run(run)
 
     one = ectsum_run("ectsum-m1-long-s1", {100: 4.4, 200: 3.6}, (33.0, 19.0, 32.0), numbers=(90.0, 28.0))
     agents = ectsum_run("ectsum-m6-s1", {100: 4.2, 200: 3.5}, (35.0, 20.0, 34.0))
     assert one.model == "m1" and one.changes == {"long"} and one.numbers == (90.0, 28.0) and agents.numbers is None
+    assert one.rouge == (34.0, 19.0, 32.0) and one.doubled == 1.0 and agents.rouge == (35.0, 20.0, 34.0)
     table = claim_table.runs_table([one, agents])
     assert "| `ectsum-m1-long` | 1 |" in table[2] and table[2].endswith("| 90.0% / 28.0% |")
     assert table[3].endswith("| – |")
     rows = [line for line in claim_table.comparisons([one, agents]) if line.startswith("| agents")]
-    assert len(rows) == 1 and "| m1-long | m6 |" in rows[0] and "+2.00 / +1.00 / +2.00" in rows[0]
+    assert len(rows) == 1 and "| m1-long | m6 |" in rows[0] and "+1.00 / +1.00 / +2.00" in rows[0]
