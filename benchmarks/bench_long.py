@@ -199,7 +199,8 @@ def measure_onmt(length: int, inputs: dict, args) -> dict:
     # step. OpenNMT sorts a bucket by (source, target) length before cutting it into batches, and never
     # puts one source twice into a batch: copy r of every document ends r tokens early, so each batch
     # is the 8 documents of one copy, as the other rows' batch
-    steps = args.warmup + args.steps  # its first step includes the start: a warm-up step
+    warmup = max(args.warmup, 1)  # its first step includes the start: always a warm-up step
+    steps = warmup + args.steps
     batch = len(inputs["summaries"])
     docs = [[t for s in d for t in s] for d in inputs["docs"][str(length)]]
     (work / "train.src").write_text("".join(" ".join(d[: length - r]) + "\n" for r in range(steps + 1) for d in docs))
@@ -228,7 +229,7 @@ def measure_onmt(length: int, inputs: dict, args) -> dict:
     if done.returncode != 0:
         return {"error": f"onmt_train failed (rc {done.returncode}): {failure_line(log)}",
                 "peak_rss_mb": peak_rss_mb(resource.RUSAGE_CHILDREN)}
-    measured = onmt_steps(log, args.warmup)
+    measured = onmt_steps(log, warmup)
     if not measured:
         return {"error": "onmt_train reported no steps", "peak_rss_mb": peak_rss_mb(resource.RUSAGE_CHILDREN)}
     times = [seconds for seconds, _ in measured]
