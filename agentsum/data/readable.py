@@ -43,6 +43,10 @@ both either neither one other another such very too also just only even still ag
 _STARTS_AFTER = frozenset({".", "!", "?", ":", "..."})
 #: Tokens written without a space after them.
 _NO_SPACE_AFTER = frozenset({"(", "[", "{", "$", "#", "@"})
+#: ... except a currency sign before a word: ``$1.10`` and ``$(0.03)``, but ``$ per share`` (a summary
+#: that writes a currency sign where no figure fits) stays apart, not ``$per share``.
+_CURRENCY = frozenset({"$"})
+_AMOUNT_START = re.compile(r"[\d.(]")
 
 
 class Casing:
@@ -142,11 +146,13 @@ def detokenize(tokens: Sequence[str]) -> str:
                 glue_next = True
             quote_open = not quote_open
             continue
+        if glue_next == "currency" and not _AMOUNT_START.match(token):
+            glue_next = False
         if out and (low in _NO_SPACE_BEFORE or glue_next):
             out[-1] += token
         else:
             out.append(token)
-        glue_next = low in _NO_SPACE_AFTER
+        glue_next = "currency" if low in _CURRENCY else low in _NO_SPACE_AFTER
     return " ".join(out)
 
 

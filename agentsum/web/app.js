@@ -11,6 +11,9 @@
   const NO_SPACE_BEFORE = new Set([".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'ve",
     "'ll", "'d", "'m"]);
   const NO_SPACE_AFTER = new Set(["(", "[", "{", "$", "#", "@"]);
+  // ... except a currency sign before a word: "$1.10", "$(0.03)", but "$ per share" (as readable.py)
+  const CURRENCY = new Set(["$"]);
+  const AMOUNT_START = /^[\d.(]/;
   // Inside a placeholder such as SAMSum's <file_gif> or <file:photo>, which the tokenizer splits into
   // "<" "file_gif" ">": at most this many tokens between the brackets, none of them a space or bracket.
   const PLACEHOLDER_TOKENS = 3;
@@ -87,8 +90,9 @@
         glueNext = opening;
         return opening && i > 0;
       }
+      if (glueNext === "currency" && !AMOUNT_START.test(tok)) glueNext = false;
       const space = i > 0 && !glueNext && !NO_SPACE_BEFORE.has(low);
-      glueNext = NO_SPACE_AFTER.has(low);
+      glueNext = CURRENCY.has(low) ? "currency" : NO_SPACE_AFTER.has(low);
       return space;
     });
     if (placeholders) {

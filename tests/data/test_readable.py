@@ -15,6 +15,14 @@ def test_detokenize_undoes_the_tokenizer_on_clitics_punctuation_brackets_and_quo
     assert detokenize(tokenize(sentence, lower=False)) == sentence
 
 
+def test_a_currency_sign_joins_an_amount_but_not_a_word():
+    assert detokenize(["eps", "$", "1.10", "versus", "$", "(", "0.03", ")"]) == "eps $1.10 versus $(0.03)"
+    assert detokenize(["revenue", "$", "1.5", "billion", "to", "$", "per", "share", "."]) == \
+        "revenue $1.5 billion to $ per share."
+    assert detokenize(["$", ".5"]) == "$.5"
+    assert detokenize(["(", "per", "share", ")", "#", "tag"]) == "(per share) #tag"
+
+
 def test_detokenize_keeps_spaces_between_words_and_around_dashes():
     assert detokenize(["a", "--", "b", "c"]) == "a -- b c"
     assert detokenize([]) == ""

@@ -332,13 +332,15 @@ return [...document.querySelectorAll('#summary .tok')].map((span) => {
 
 def test_summary_words_read_as_the_summary_text_and_placeholders_as_written(server, driver):
     """The summary's word spans are spaced as the API's text (agentsum.data.readable.detokenize):
-    a clitic or punctuation touches the word before it, with no gap drawn between the spans; the
+    a clitic or punctuation touches the word before it, with no gap drawn between the spans, and a
+    currency sign the amount after it but not a word; the
     summary and the source panel show SAMSum's <file_gif>-like placeholders as one word, as written."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     sentences = [["Hannah", "does", "n't", "have", "Betty", "'s", "number", "."],
-                 ["She", "'ll", "text", "Larry", "(", "he", "'s", "nice", ")", "at", "$", "5", "@", "home", "..."],
+                 ["She", "'ll", "text", "Larry", "(", "he", "'s", "nice", ")", "at", "$", "5", "or", "$", "per", "hour",
+                  "@", "home", "..."],
                  ["He", "said", '"', "I", "ca", "N'T", "come", '"', "and", "left", "."],
                  ["Amanda", "sent", "<", "file_gif", ">", "."]]
     source = ["Hannah", ":", "<", "file_gif", ">", "Amanda", ":", "<", "file", ":", "photo", ">", "ok",
@@ -347,7 +349,7 @@ def test_summary_words_read_as_the_summary_text_and_placeholders_as_written(serv
     _show_canned(server, driver, answer)
 
     assert _sentence_texts(driver) == answer["summaries"][0]["sentences"] == [
-        "Hannah doesn't have Betty's number.", "She'll text Larry (he's nice) at $5 @home...",
+        "Hannah doesn't have Betty's number.", "She'll text Larry (he's nice) at $5 or $ per hour @home...",
         'He said "I caN\'T come" and left.', "Amanda sent <file_gif>."]
     glyphs = driver.execute_script(GLYPHS)
     assert [g["text"] for g in glyphs] == [w for sentence in sentences for w in sentence]
@@ -361,7 +363,7 @@ def test_summary_words_read_as_the_summary_text_and_placeholders_as_written(serv
             assert gap > 2, f"{before['text']!r} {word['text']!r}: no space between them"
     joined = {g["text"] for g in glyphs if g["joined"]}
     assert {"n't", "'s", "'ll", ".", ")", "he", "5", "home", "I", "N'T", '"', "file_gif", ">"} <= joined  # "I after the quote
-    assert not {"have", "Betty", "number", "text", "come", "and"} & joined
+    assert not {"have", "Betty", "number", "text", "come", "and", "per"} & joined  # $ before a word: apart
 
     assert driver.find_element(By.CSS_SELECTOR, "#source .agent-band p").text == \
         "Hannah: <file_gif> Amanda: <file:photo> ok Tom: 2 < 3 and a < b c d e >!"
