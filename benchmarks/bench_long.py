@@ -125,7 +125,9 @@ def row_config(row: str, length: int, overrides: list[str]):
     raise ValueError(f"unknown row {row!r}")
 
 
-def measure_train(row: str, length: int, inputs: dict, args) -> dict:
+def training_setup(row: str, length: int, inputs: dict, args):
+    """(config, docs, batch, model, optimizer, objective) of one row at ``length`` tokens, the model in
+    training mode, with the allocator and threads `agentsum train` uses."""
     import torch
 
     from agentsum.data.dataset import Document, split_article, to_batch
@@ -146,6 +148,13 @@ def measure_train(row: str, length: int, inputs: dict, args) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
     objective = build_objective(config.train, vocab)
     model.train()
+    return config, docs, batch, model, optimizer, objective
+
+
+def measure_train(row: str, length: int, inputs: dict, args) -> dict:
+    import torch
+
+    config, docs, batch, model, optimizer, objective = training_setup(row, length, inputs, args)
     times = []
     for i in range(args.warmup + args.steps):
         start = time.perf_counter()
@@ -332,24 +341,7 @@ def profile_step(length: int, inputs: dict, args) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from agentsum.data.dataset import Document, split_article, to_batch
-    from agentsum.data.vocab import Vocabulary
-    from agentsum.models import build_model
-    from agentsum.runtime import tune_allocator
-    from agentsum.training.objectives import build_objective
-
-    tune_allocator()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    config = row_config("dca400", length, args.overrides)
-    vocab = Vocabulary(inputs["vocab"])
-    docs = [Document(f"doc{i}", split_article(s, config.data), y, "")
-            for i, (s, y) in enumerate(zip(inputs["docs"][str(length)], inputs["summaries"]))]
-    batch = to_batch(docs, vocab)
-    model = build_model(config.model, len(vocab))
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
-    objective = build_objective(config.train, vocab)
-    model.train()
+    config, _, batch, model, optimizer, objective = training_setup("dca400", length, inputs, args)
 
     def step():
         loss, _ = objective(model, batch)
