@@ -15,6 +15,12 @@ Tasks:
   ``train.jsonl`` with samsum-m1's data sizes and regularization: 500 article / 100 summary tokens,
   20k vocabulary, dropout 0.3, batch 16, Adam 1e-3. Decoding as samsum-m1: beam 5, 15 to 60 tokens,
   trigram blocking, UNK replacement.
+* ``ectsum``: the same pointer-generator recipe on ECTSum earnings calls, trained on the first 1,522
+  training calls (the calls ectsum-m6 trains on; the last 100 select its checkpoints) and scored on all
+  247 validation calls: 20k vocabulary, dropout 0.3, batch 16, Adam 1e-3, summaries cut at 120 tokens,
+  calls cut at ``--src-len`` tokens (default 2,000: OpenNMT-py's tokens/s holds to 4k tokens and falls
+  5x at 8k in ``bench_long.py``, and 2,000 tokens hold 2.5x the words ectsum-m1 reads). Decoding as
+  ectsum-m6: beam 5, 20 to 120 tokens, trigram blocking, UNK replacement.
 * ``lcsts``: OpenNMT-py's Transformer + copy attention (``configs/zh_transformer_copy.yaml``: 2 + 2
   layers, d 256, 4 heads, ff 1024, characters, 150 / 25 tokens, batch 32, Adam 1e-3). Decoding: beam
   4, at most 25 characters, scored on characters.
@@ -28,6 +34,7 @@ agentsum's clock excludes data preparation). Both are recorded (``minutes``, ``w
 training stops when the chosen clock reaches ``--minutes``.
 
     python benchmarks/peer_quality.py samsum --minutes 60 --out benchmarks/results/samsum
+    python benchmarks/peer_quality.py ectsum --minutes 90 --out benchmarks/results/ectsum/claim --docs 50
     python benchmarks/peer_quality.py lcsts --minutes 25 --out benchmarks/results/lcsts --docs 0
 
 ``--docs N`` decodes the first N held-out documents for every checkpoint (the curve); the last
@@ -62,6 +69,14 @@ TASKS = {
         "src_len": 500, "tgt_len": 100,
         "config_overrides": {"src_vocab_size": 20000, "tgt_vocab_size": 20000, "dropout": 0.3},
         "decode_args": ["-beam_size", "5", "-min_length", "15", "-max_length", "60", "-block_ngram_repeat", "3",
+                        "-replace_unk"],
+    },
+    "ectsum": {
+        "lang": "en", "config": "en_rnn_pg.yaml", "preset": "ectsum-m6",
+        "train": DATA / "ectsum" / "train.jsonl", "train_limit": 1522, "held_out": DATA / "ectsum" / "valid.jsonl",
+        "src_len": 2000, "tgt_len": 120,
+        "config_overrides": {"src_vocab_size": 20000, "tgt_vocab_size": 20000, "dropout": 0.3},
+        "decode_args": ["-beam_size", "5", "-min_length", "20", "-max_length", "120", "-block_ngram_repeat", "3",
                         "-replace_unk"],
     },
     "lcsts": {
@@ -223,10 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-last-on-all", action="store_true", help="do not decode the last checkpoint on all documents")
     p.add_argument("--save-every", type=int, default=500, help="steps between checkpoints")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--src-len", type=int, default=None,
+                   help="article tokens kept, training and decoding (default: the task's, e.g. 2000 for ectsum)")
     p.add_argument("--peer-root", type=Path, default=Path(os.environ.get("PEER_ROOT", "/tmp/peer_onmt")))
     p.add_argument("--score-only", action="store_true", help="decode the checkpoints already in --work")
     args = p.parse_args(argv)
-    task = TASKS[args.task]
+    task = dict(TASKS[args.task])
+    if args.src_len:
+        task["src_len"] = args.src_len
     args.work = (args.work or ROOT / "runs" / f"peer-{args.task}").resolve()
     args.name = args.name or f"opennmt-{args.task}"
     args.venv = args.peer_root / "venv"
@@ -240,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     start_file = args.work / "loop_start.txt"
     if not args.score_only:
         sh([args.venv / "bin" / "python", PEER_DIR / "prep.py", "--lang", task["lang"], "--in", task["train"],
-            "--out-prefix", args.work / "train", "--src-len", str(task["src_len"]), "--tgt-len", str(task["tgt_len"])],
+            "--out-prefix", args.work / "train", "--src-len", str(task["src_len"]), "--tgt-len", str(task["tgt_len"]),
+            *(["--limit", str(task["train_limit"])] if task.get("train_limit") else [])],
            env, args.work / "prep_train.log")
         start_file.write_text(str(train(task, args, env)))
     score(task, args, env, float(start_file.read_text()))
