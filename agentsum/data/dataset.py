@@ -297,7 +297,7 @@ def _permutation(n: int, bits: np.random.BitGenerator) -> np.ndarray:
     Raw draws rather than ``Generator.permutation`` or ``random.shuffle``: NumPy keeps a bit
     generator's stream the same across releases but not the algorithms built on it, so an epoch's
     order, which exact resume depends on, survives an upgrade; and ``random.shuffle`` of 2.4M
-    indices (LCSTS) is a Python loop (benchmarks/bench_epoch_order.py). Each draw's low bits are
+    indices (LCSTS) is a Python loop (benchmarks/data/bench_epoch_order.py). Each draw's low bits are
     replaced by its index, so no two keys are equal and any sort gives the one order: the default
     quicksort, 3x faster than a stable sort here, and draws equal in their high bits keep index order.
     """

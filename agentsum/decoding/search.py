@@ -90,7 +90,7 @@ class SearchConfig:
                      log-probabilities in beam search): > 1 discourages a repeat, 1 is off.
     repeat_window:   forbid any token among the hypothesis' last ``repeat_window`` tokens (0: off).
                      2 forbids "X and X" and "X X": a copy attention that returns to the word just
-                     copied (benchmarks/x_and_x_cause.py) cannot write it again at once.
+                     copied (benchmarks/studies/x_and_x_cause.py) cannot write it again at once.
     length_penalty:  final score = sum log-prob / n_steps ** length_penalty (1: mean, 0: sum).
     unk_replace:     replace predicted UNKs by their cascaded-attention source word
                      (``agentsum.decoding.copying.to_words``).

@@ -10,7 +10,7 @@ costs more than the 50k-word output layer.
 that stay in the CPU cache, and its backward pass recomputes each block's tanh instead of storing
 it. Same result up to float rounding (tested against the broadcast form, values and gradients);
 measured 4.7x faster forward + backward at B 16, T 56, S 400, H 256 on 2 cores, and 6x faster
-for one beam-search step of 150 hypotheses (``benchmarks/bench_additive.py``). On GPUs the
+for one beam-search step of 150 hypotheses (``benchmarks/speed/bench_additive.py``). On GPUs the
 broadcast form is used: memory there is fast and a Python loop over blocks would launch many small
 kernels.
 """

@@ -1,14 +1,14 @@
 """Dropout with a cheaper random mask on CPU.
 
 ``torch.nn.Dropout`` draws one random number per element (``bernoulli_``), serially from the CPU
-generator: at the benchmark size of the Transformer-PG (``benchmarks/bench_peer.py``, zh) that was
+generator: at the benchmark size of the Transformer-PG (``benchmarks/peer/bench_peer.py``, zh) that was
 22 % of a training step. ``Dropout`` here draws one 64-bit integer per four elements and reads it
 as four independent 16-bit lanes: an element is dropped when its lane is below p * 2^16. The
 drop probability is therefore p rounded to a multiple of 2^-16 (0.1 -> 0.100006); survivors are
 scaled by 1 / (1 - p) of that rounded p, so the expectation is preserved (exactly in fp32; in bf16
 the scale itself rounds, 1.111 -> 1.109 at p = 0.1, as it does in ``F.dropout``). The mask is
 built once in the input's dtype (0 or the scale), so forward and backward are one multiplication
-each. Measured per call, forward and backward, in ``benchmarks/bench_dropout.py``.
+each. Measured per call, forward and backward, in ``benchmarks/speed/bench_dropout.py``.
 
 The draw comes from torch's default generator, so ``torch.manual_seed`` makes it reproducible.
 Off the CPU (where ``F.dropout`` is a fused kernel) and in eval mode this is ``F.dropout``'s path.

@@ -1,10 +1,10 @@
-"""benchmarks/bench_data_scale.py: runs of one corpus each put together, and what the report says of them."""
+"""benchmarks/data/bench_data_scale.py: runs of one corpus each put together, and what the report says of them."""
 
 import sys
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "data"))
 import bench_data_scale  # noqa: E402
 
 

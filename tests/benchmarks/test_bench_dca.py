@@ -1,10 +1,10 @@
-"""benchmarks/bench_dca.py: the figures of several rounds put together."""
+"""benchmarks/speed/bench_dca.py: the figures of several rounds put together."""
 
 import sys
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "speed"))
 import bench_dca  # noqa: E402
 
 

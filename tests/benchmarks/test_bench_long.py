@@ -1,4 +1,4 @@
-"""benchmarks/bench_long.py: its batches, its reading of OpenNMT's log, its ratios and targets, and
+"""benchmarks/speed/bench_long.py: its batches, its reading of OpenNMT's log, its ratios and targets, and
 one training-step measurement at a tiny size."""
 
 import argparse
@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "speed"))
 import bench_long  # noqa: E402
 
 

@@ -1,11 +1,11 @@
-"""benchmarks/claim_table.py: the claim study's tables from each run's committed files."""
+"""benchmarks/studies/claim_table.py: the claim study's tables from each run's committed files."""
 
 import json
 import sys
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
 import claim_table  # noqa: E402
 
 

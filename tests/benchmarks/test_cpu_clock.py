@@ -1,4 +1,4 @@
-"""benchmarks/cpu_clock.py: the CPU clock that makes side-by-side runs fair, and its CPU budget."""
+"""benchmarks/studies/cpu_clock.py: the CPU clock that makes side-by-side runs fair, and its CPU budget."""
 
 import json
 import signal
@@ -7,7 +7,7 @@ import sys
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
 import cpu_clock  # noqa: E402
 
 

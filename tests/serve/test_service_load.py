@@ -1,4 +1,4 @@
-"""A bounded, self-stopping load test of the HTTP service on loopback (the plan of benchmarks/load_service.py).
+"""A bounded, self-stopping load test of the HTTP service on loopback (the plan of benchmarks/speed/load_service.py).
 
 50 concurrent clients send a fixed plan of mixed requests (single texts, lists, some with attention, about a
 fifth invalid) to a real uvicorn server running the tiny checkpoint in this process. Every request must be
@@ -28,7 +28,7 @@ DEADLINE_S = 60.0  # no request starts later than this; the run ends within DEAD
 MAX_RSS_GROWTH_MB = 300
 
 _spec = importlib.util.spec_from_file_location(
-    "load_service", REPO / "benchmarks" / "load_service.py")
+    "load_service", REPO / "benchmarks" / "speed" / "load_service.py")
 load_service = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("load_service", load_service)  # dataclasses look their module up there
 _spec.loader.exec_module(load_service)

@@ -4,10 +4,10 @@ Each preset is measured in its own subprocess (so peak memory is its own), in th
 every figure is also reported as a ratio to the first preset, the baseline: these machines are
 noisy, ratios measured side by side are what to compare.
 
-    python benchmarks/bench_dca.py                         # m1 (1 agent) vs m5 (3 agents)
-    python benchmarks/bench_dca.py --presets m1 m4 m5 m6 --steps 10 --decode-docs 32
-    python benchmarks/bench_dca.py --set data.vocab_size=20000 --threads 2
-    python benchmarks/bench_dca.py --presets demo "demo:train.objective=mixed+sem" --checkpoint runs/demo/checkpoints/best.pt
+    python benchmarks/speed/bench_dca.py                         # m1 (1 agent) vs m5 (3 agents)
+    python benchmarks/speed/bench_dca.py --presets m1 m4 m5 m6 --steps 10 --decode-docs 32
+    python benchmarks/speed/bench_dca.py --set data.vocab_size=20000 --threads 2
+    python benchmarks/speed/bench_dca.py --presets demo "demo:train.objective=mixed+sem" --checkpoint runs/demo/checkpoints/best.pt
 
 A preset may carry overrides after a colon (``m6:data.agents=5,model.hidden_size=256``).
 
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cnndm" / "train_stories.jsonl"
 
 

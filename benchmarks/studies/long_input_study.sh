@@ -6,7 +6,7 @@
 # of the last checkpoints on rows 500-999, beside Lead-3 on the same rows.
 # About 1 h 30 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . .venv/bin/activate
 VALID=../shared/data/cnndm/validation_1000.jsonl
 OUT=benchmarks/results/cnndm
@@ -16,8 +16,8 @@ agentsum train --config cnndm-m1 > runs/cnndm-m1.log 2>&1 &
 agentsum train --config cnndm-m6 > runs/cnndm-m6.log 2>&1 &
 wait
 
-python benchmarks/quality_curve.py runs/cnndm-m1 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
-python benchmarks/quality_curve.py runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+python benchmarks/studies/quality_curve.py runs/cnndm-m1 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+python benchmarks/studies/quality_curve.py runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
 wait
-python benchmarks/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT"
-python benchmarks/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --start 500 --only last --out "$OUT" --threads 2
+python benchmarks/studies/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --docs 200 --only steps --out "$OUT"
+python benchmarks/studies/quality_curve.py runs/cnndm-m1 runs/cnndm-m6 --data "$VALID" --start 500 --only last --out "$OUT" --threads 2

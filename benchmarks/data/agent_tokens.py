@@ -6,8 +6,8 @@ over the articles long enough to fill one agent's truncation (``max_article_toke
 the minimum and how many of them an m6 reading leaves short of it. Also the agents' shares:
 the smallest agent's tokens, and how many documents have an agent under 10 tokens.
 
-    python benchmarks/agent_tokens.py                       # CNN/DM validation, first 300 articles
-    python benchmarks/agent_tokens.py --corpus samsum --docs 0   # all of SAMSum validation
+    python benchmarks/data/agent_tokens.py                       # CNN/DM validation, first 300 articles
+    python benchmarks/data/agent_tokens.py --corpus samsum --docs 0   # all of SAMSum validation
 """
 
 from __future__ import annotations

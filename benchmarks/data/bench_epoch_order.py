@@ -7,7 +7,7 @@ step, and again at each epoch.
 The two orders differ (a new order, not a faster way to the old one); both put every document in
 exactly one batch, which this checks.
 
-    python benchmarks/bench_epoch_order.py [--sizes 287227 2400000] [--repeats 5]
+    python benchmarks/data/bench_epoch_order.py [--sizes 287227 2400000] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from agentsum.data.dataset import epoch_order
 
-RESULTS = Path(__file__).resolve().parent / "results" / "bench_epoch_order.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "bench_epoch_order.json"
 
 
 def old_epoch_order(lengths, batch_size: int, seed: int, epoch: int, window: int = 50) -> list[list[int]]:

@@ -13,10 +13,10 @@ then, in one run, measures for each:
     memmap of the same ids and against pyarrow's own row access), open time and size, beside the
     training step's time.
 
-    python benchmarks/bench_data_scale.py                  # everything (about an hour on 2 cores)
-    python benchmarks/bench_data_scale.py --only cnndm     # one corpus
-    python benchmarks/bench_data_scale.py --only evaluate  # evaluate's memory alone
-    python benchmarks/bench_data_scale.py --merge A/data_scale.json B/data_scale.json  # runs put together
+    python benchmarks/data/bench_data_scale.py                  # everything (about an hour on 2 cores)
+    python benchmarks/data/bench_data_scale.py --only cnndm     # one corpus
+    python benchmarks/data/bench_data_scale.py --only evaluate  # evaluate's memory alone
+    python benchmarks/data/bench_data_scale.py --merge A/data_scale.json B/data_scale.json  # runs put together
 Results: benchmarks/results/data_scale.{json,md}. Corpora and stores go to --work (not in git).
 """
 
@@ -33,9 +33,10 @@ import threading
 import time
 from pathlib import Path
 
-import cpu_clock  # benchmarks/, beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))  # cpu_clock, the studies' CPU clock
+import cpu_clock  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results"
 SYLLABLES = ("ka ri to mu se na lo vi pe zu an or el ix um ba de fi go hu ja ke li mo nu pa qu ro su ta").split()
@@ -350,7 +351,7 @@ def report(results: dict) -> str:
     when = provenance(results)
     lines = ["# Corpora at the papers' sizes: prepare, start, memory", "",
              f"{when}. Synthetic corpora built from the shared data with made-up words mixed in "
-             "(`benchmarks/bench_data_scale.py`).", ""]
+             "(`benchmarks/data/bench_data_scale.py`).", ""]
     for corpus in results["corpora"]:
         lines += [f"## {corpus['corpus']} (`{corpus['preset']}` preset, vocabulary {corpus['vocab_size']:,})", "",
                   "| documents | prepare, 1 worker | prepare, 2 workers | store | types | first step (store) | "

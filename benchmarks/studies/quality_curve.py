@@ -11,7 +11,7 @@ equal time. Results are appended to ``OUT/curve.jsonl``, one record per (run, ch
 search); a checkpoint already there is not decoded again, so the script can follow runs that are
 still training.
 
-    python benchmarks/quality_curve.py runs/samsum-m1 runs/samsum-m6 \
+    python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 \
         --data ../shared/data/samsum/valid.jsonl --docs 300 --out benchmarks/results/samsum
 
 writes ``OUT/curve.jsonl``, ``OUT/curve.png`` (ROUGE-1 and ROUGE-2 against minutes) and prints the table.

@@ -2,7 +2,7 @@
 
 Every run is ``agentsum train --config samsum-m1`` with one change and the same
 ``train.max_minutes``, trained two at a time, one thread each, on a 2-core machine
-(``benchmarks/levers.sh`` has the commands). For each run this decodes all 814 SAMSum validation
+(``benchmarks/studies/levers.sh`` has the commands). For each run this decodes all 814 SAMSum validation
 dialogues with its best checkpoint (lowest validation NLL) twice: with trigram blocking alone (beam
 5, min length 15: the SAMSum presets' search before they gained the pair) and with ``repeat_window 2
 + repetition_penalty 1.5``, and reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
@@ -10,7 +10,7 @@ word within three tokens ("doubled") and the share naming one word twice around 
 X"); with ``--dialogsum``, the same for DialogSum's validation dialogues beside Lead-3. Steps, the
 best validation NLL and training tokens/s come from the run's metrics.jsonl.
 
-    python benchmarks/levers.py base=runs/lever-base feeding=runs/lever-if [--dialogsum] [--docs 814]
+    python benchmarks/studies/levers.py base=runs/lever-base feeding=runs/lever-if [--dialogsum] [--docs 814]
 
 Rows go to benchmarks/results/samsum/levers.{json,md}; a label run again replaces its row.
 """
@@ -35,7 +35,7 @@ from agentsum.data.sources import load_examples  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 #: explicit, so that runs trained after the presets gained repeat_window / repetition_penalty are
 #: scored like the runs before: beam 5, min length 15, trigram blocking alone, then with the pair
@@ -114,9 +114,9 @@ def main() -> None:
 
 def write_markdown(table: dict, path: Path) -> None:
     lines = ["# Training levers at equal minutes (SAMSum validation, all 814 dialogues)", "",
-             "`python benchmarks/levers.py`; runs from `benchmarks/levers.sh`. R-1 / R-2 / R-L from rouge-score "
-             "(stemmed, rougeLsum); doubled: a content word repeated within three tokens; X and X: one word twice "
-             "around \"and\". Best checkpoint by validation NLL.", "",
+             "`python benchmarks/studies/levers.py`; runs from `benchmarks/studies/levers.sh`. R-1 / R-2 / R-L "
+             "from rouge-score (stemmed, rougeLsum); doubled: a content word repeated within three tokens; X and X: "
+             "one word twice around \"and\". Best checkpoint by validation NLL.", "",
              "| run | minutes | steps | tokens/s | best valid NLL | trigram blocking: R-1 / R-2 / R-L | doubled | X and X "
              "| rw2 + pen1.5: R-1 / R-2 / R-L | doubled | X and X |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     runs = {k: r for k, r in table.items() if not k.startswith("_")}

@@ -4,8 +4,8 @@ Times forward + backward of one dropout call at the Transformer-PG benchmark's l
 (the feed-forward hidden layer: 32 documents x 122 positions x 1024) and at its attention-weight
 size, both implementations in the same run, alternating, and prints the ratio.
 
-    python benchmarks/bench_dropout.py                    # 2 threads
-    python benchmarks/bench_dropout.py --threads 1 --dtype bf16
+    python benchmarks/speed/bench_dropout.py                    # 2 threads
+    python benchmarks/speed/bench_dropout.py --threads 1 --dtype bf16
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The claim study's tables (DCA against one agent), rebuilt from the committed files of each run.
 
-``benchmarks/claim_study.sh`` leaves, for every run ``CORPUS-READING-sSEED``, a directory under
+``benchmarks/studies/claim_study.sh`` leaves, for every run ``CORPUS-READING-sSEED``, a directory under
 ``benchmarks/results/CORPUS/claim/`` with the run's ``metrics.jsonl`` (training and validation
 records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
 and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM validation rows
@@ -20,13 +20,13 @@ Equal CPU time is equal work only on one machine: m6 made 14.8 steps per CPU min
 of this workplace, and m6 with ``agent_state: ends`` 32.9 on another. So ROUGE at equal time, and the ratio of speeds,
 are given only for runs of one machine (the same boot id in their ``machine.json``, or, for runs
 without one, started within ``SIDE_BY_SIDE_S`` of each other). Runs are compared at equal steps
-when their step counts agree within 1% (``STEPS=N bash benchmarks/claim_study.sh ...`` stops a run
+when their step counts agree within 1% (``STEPS=N bash benchmarks/studies/claim_study.sh ...`` stops a run
 at a step), and not at all otherwise. A comparison of runs whose batch orders differ (``order.json``;
 runs without one were shuffled with ``random.shuffle``, the order before ``pcg64-sort``) says so:
 the seed then fixes the initial weights but not the batches. A reading run again on another machine
 is kept as ``CORPUS-READING-sSEED-rN``.
 
-    python benchmarks/claim_table.py [--corpus cnndm|samsum|ectsum] [--dir DIR]
+    python benchmarks/studies/claim_table.py [--corpus cnndm|samsum|ectsum] [--dir DIR]
 """
 
 from __future__ import annotations

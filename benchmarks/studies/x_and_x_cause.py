@@ -8,7 +8,7 @@ reference joins with X, else the dialogue's other most frequent speaker) is read
 with the number of times X and Y occur in the source: a copy distribution that sums attention over
 positions favours the word with more positions.
 
-    python benchmarks/x_and_x_cause.py [--docs 814]
+    python benchmarks/studies/x_and_x_cause.py [--docs 814]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from agentsum.data.batch import make_batch  # noqa: E402
 from agentsum.data.sources import load_examples  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

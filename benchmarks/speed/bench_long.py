@@ -32,9 +32,9 @@ writes the top operators to profile.md. ``--before DIR`` (a copy of the ``agents
 earlier commit, ``git archive COMMIT agentsum | tar -x -C DIR``) adds that code's dca400 row and
 profile at the profile length, measured in the same run, for a before/after comparison.
 
-    python benchmarks/bench_long.py                                      # the whole table, ~20 minutes
-    python benchmarks/bench_long.py --lengths 1000 2000 --rows dca1 dca400 --steps 1 --no-decode
-    python benchmarks/bench_long.py --profile --before /tmp/before --rows dca1 dca400
+    python benchmarks/speed/bench_long.py                                      # the whole table, ~20 minutes
+    python benchmarks/speed/bench_long.py --lengths 1000 2000 --rows dca1 dca400 --steps 1 --no-decode
+    python benchmarks/speed/bench_long.py --profile --before /tmp/before --rows dca1 dca400
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 ECTSUM = SHARED / "data" / "ectsum"
 QMSUM = SHARED / "data" / "qmsum"
@@ -581,7 +581,7 @@ def main() -> None:
         child_main(args)
         return
 
-    command = "python benchmarks/bench_long.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/speed/bench_long.py " + " ".join(sys.argv[1:])
     args.work.mkdir(parents=True, exist_ok=True)
     args.inputs = args.work / "inputs.json"
     loadavg_start = os.getloadavg()

@@ -1,8 +1,8 @@
 """Throughput and latency of ``agentsum serve`` with 1 and with 16 concurrent clients.
 
-    python benchmarks/bench_serve.py runs/demo/checkpoints/best.pt
-    python benchmarks/bench_serve.py CKPT --requests 64 --concurrency 1 4 16 --beam 1 --threads 2
-    python benchmarks/bench_serve.py CKPT --max-batch 1          # batching off, for comparison
+    python benchmarks/speed/bench_serve.py runs/demo/checkpoints/best.pt
+    python benchmarks/speed/bench_serve.py CKPT --requests 64 --concurrency 1 4 16 --beam 1 --threads 2
+    python benchmarks/speed/bench_serve.py CKPT --max-batch 1          # batching off, for comparison
 
 The server runs in its own process (``python -m agentsum.serve``, uvicorn on a free loopback port), so
 the clients (threads, one keep-alive httpx connection each) do not share its interpreter lock. Every
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cnndm" / "validation_1000.jsonl"
 SAMPLE = (
     "The city council voted on Tuesday to turn the old railway bridge into a park for walkers and cyclists. "

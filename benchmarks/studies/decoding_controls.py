@@ -10,7 +10,7 @@ It also reads the ``X and X`` summaries of the default setting for their cause: 
 dialogue's first speaker, its most frequent speaker, and whether the reference joins two speakers
 with "and" there (the model meant two people and wrote one twice).
 
-    python benchmarks/decoding_controls.py [--docs 814] [--out benchmarks/results/samsum]
+    python benchmarks/studies/decoding_controls.py [--docs 814] [--out benchmarks/results/samsum]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from agentsum.data.sources import load_examples  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VALID = REPO.parent / "shared" / "data" / "samsum" / "valid.jsonl"
 SETTINGS = {
     "trigram blocking (default)": {},
@@ -118,7 +118,7 @@ def main() -> None:
         {"docs": len(docs), "rows": rows, "references": {"doubled": ref_doubled, "x_and_x": ref_xx},
          "x_and_x_cause": dict(cause), "examples": cases}, indent=1) + "\n")
     lines = [f"# Decoding controls on the shipped model ({len(docs)} SAMSum validation dialogues)", "",
-             "`python benchmarks/decoding_controls.py`: beam 5, one thread; ROUGE from rouge-score (stemmed, "
+             "`python benchmarks/studies/decoding_controls.py`: beam 5, one thread; ROUGE from rouge-score (stemmed, "
              "rougeLsum). doubled: summaries repeating a content word within three tokens; X and X: summaries "
              "naming one word twice around \"and\".", "",
              "| setting | R-1 | R-2 | R-L | doubled | X and X | seconds |", "|---|---|---|---|---|---|---|"]

@@ -7,7 +7,7 @@ regex over the whole sentence, then truncated by the agent split. As it is (:fun
 the agents' token budget is full, tokenized by whitespace pieces through a cache, blingfire called
 into a reused buffer, ASCII text cleaned by a short path. Both give the same documents (checked here on every article).
 
-    python benchmarks/bench_prepare.py [--docs 2000] [--repeats 3]
+    python benchmarks/data/bench_prepare.py [--docs 2000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from agentsum.data.agents import split_among_agents
 from agentsum.data.dataset import Document, agent_budget, prepare
 from agentsum.data.sources import load_examples
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "data" / "cnndm" / "train_stories.jsonl"
 
 

@@ -5,8 +5,8 @@ work shares the cores, the CPU time a single-threaded training process received 
 ``peer_quality.py`` writes these samples for OpenNMT-py itself, and this script samples any running
 process (``--pid``) the same way, one JSON object per line: ``{"time": epoch_s, "cpu_s": seconds}``.
 
-    python benchmarks/cpu_clock.py --pid 1234 --out runs/peer-samsum/cpu.jsonl
-    python benchmarks/cpu_clock.py --pid 1234 --out runs/x.cpu.jsonl --stop-after-minutes 65
+    python benchmarks/studies/cpu_clock.py --pid 1234 --out runs/peer-samsum/cpu.jsonl
+    python benchmarks/studies/cpu_clock.py --pid 1234 --out runs/x.cpu.jsonl --stop-after-minutes 65
 
 ``--stop-after-minutes`` makes CPU time the budget of a run: the process gets SIGTERM (agentsum train
 saves last.pt on it) once it has had that many minutes of CPU. ``--offset-seconds`` continues a budget

@@ -3,8 +3,8 @@
 Times forward + backward of DCA's eq (8) word-attention scores at training sizes, and the forward
 of one beam-search step, both implementations in the same run, and prints the ratio.
 
-    python benchmarks/bench_additive.py                      # B 16, T 56, S 400, H 256; 2 threads
-    python benchmarks/bench_additive.py --S 800 --T 100 --threads 1
+    python benchmarks/speed/bench_additive.py                      # B 16, T 56, S 400, H 256; 2 threads
+    python benchmarks/speed/bench_additive.py --S 800 --T 100 --threads 1
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ for OpenNMT-py's), takes each run's step checkpoints on one slice of held-out do
 * their ratios (agentsum's minutes over the peer's), and both curves with the target in
   ``OUT/time_to_quality.png``, the figures in ``OUT/time_to_quality.{json,md}``.
 
-    python benchmarks/time_to_quality.py benchmarks/results/samsum/time_to_quality/curve.jsonl \\
+    python benchmarks/peer/time_to_quality.py benchmarks/results/samsum/time_to_quality/curve.jsonl \\
         --agentsum ttq-agentsum --peer opennmt --out benchmarks/results/samsum/time_to_quality
 """
 

@@ -5,7 +5,7 @@ environment, patched for its copy-attention bugs; see that folder's README); thi
 them, then runs the same workloads through agentsum's own command line, and reports every figure as a
 ratio agentsum / OpenNMT-py.
 
-Workloads (the peer's configs, matched here in ``benchmarks/configs/``):
+Workloads (the peer's configs, matched here in ``benchmarks/peer/configs/``):
 
 * en: CNN/DailyMail ``train_stories.jsonl``, 400 article / 100 summary tokens, vocabulary capped at
   50k, batch 16 documents, Adam. Peer: 1-layer BRNN (128 per direction) + input-feeding LSTM decoder
@@ -28,9 +28,9 @@ search, with every summary forced to the maximum length (``min_length = max_leng
 decoders do the same number of steps; peak resident memory of each process (``/usr/bin/time -v`` on
 both sides).
 
-    python benchmarks/bench_peer.py                       # everything (about 40 minutes on 2 cores)
-    python benchmarks/bench_peer.py --tasks zh --steps 50
-    python benchmarks/bench_peer.py --tasks en --variants dca-1agent-k0 dca-3agents
+    python benchmarks/peer/bench_peer.py                       # everything (about 40 minutes on 2 cores)
+    python benchmarks/peer/bench_peer.py --tasks zh --steps 50
+    python benchmarks/peer/bench_peer.py --tasks en --variants dca-1agent-k0 dca-3agents
 
 Results: a table on stdout, one JSON object per run appended to benchmarks/results/bench_peer.jsonl,
 work files (checkpoints, predictions, logs) under --work.
@@ -48,7 +48,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PEER_DIR = ROOT.parent / "shared" / "peers" / "opennmt"
 DATA = ROOT.parent / "shared" / "data"
 CONFIGS = Path(__file__).resolve().parent / "configs"

@@ -33,9 +33,9 @@ OpenNMT-py logged the start of its training loop (corpus reading and vocabulary 
 agentsum's clock excludes data preparation). Both are recorded (``minutes``, ``wall_minutes``); the
 training stops when the chosen clock reaches ``--minutes``.
 
-    python benchmarks/peer_quality.py samsum --minutes 60 --out benchmarks/results/samsum
-    python benchmarks/peer_quality.py ectsum --minutes 90 --out benchmarks/results/ectsum/claim --docs 50
-    python benchmarks/peer_quality.py lcsts --minutes 25 --out benchmarks/results/lcsts --docs 0
+    python benchmarks/peer/peer_quality.py samsum --minutes 60 --out benchmarks/results/samsum
+    python benchmarks/peer/peer_quality.py ectsum --minutes 90 --out benchmarks/results/ectsum/claim --docs 50
+    python benchmarks/peer/peer_quality.py lcsts --minutes 25 --out benchmarks/results/lcsts --docs 0
 
 ``--docs N`` decodes the first N held-out documents for every checkpoint (the curve); the last
 checkpoint is also decoded on all of them (``--docs 0``: every checkpoint on all; ``--no-last-on-all``:
@@ -54,13 +54,13 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from cpu_clock import cpu_at, cpu_seconds
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PEER_DIR = ROOT.parent / "shared" / "peers" / "opennmt"
 DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))  # cpu_clock, the studies' CPU clock
+
+from cpu_clock import cpu_at, cpu_seconds  # noqa: E402
 
 TASKS = {
     "samsum": {

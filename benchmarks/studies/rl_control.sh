@@ -5,12 +5,12 @@
 # validation rows 0-199 with the shipped search; the best one, and the mean of it and its two
 # neighbours, on all 814 dialogues. Compare with the RL rows of docs/model_card.md.
 #
-#   bash benchmarks/rl_control.sh START [MINUTES]
+#   bash benchmarks/studies/rl_control.sh START [MINUTES]
 #
 # START: the coverage model (the model shipped before the RL phase is in git history:
 # `git show cc7af25^:agentsum/pretrained/samsum-en.pt > old.pt`). About an hour on 2 cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . .venv/bin/activate
 START=${1:?the coverage model to start from}
 MINUTES=${2:-50}
@@ -22,7 +22,7 @@ agentsum train --config samsum-m1 --init-from "$START" --run-dir "$RUN" --set mo
     --set train.lr=1e-4 --set train.max_minutes=$((MINUTES * 4)) --set train.valid_every=250 \
     --set train.threads=1 > "$RUN.log" 2>&1 &
 PID=$!
-python benchmarks/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" --stop-after-minutes "$MINUTES"
+python benchmarks/studies/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" --stop-after-minutes "$MINUTES"
 wait "$PID" || true
 
 export OMP_NUM_THREADS=1

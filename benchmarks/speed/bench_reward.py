@@ -1,7 +1,7 @@
 """Speed of ROUGE rewards on token ids (agentsum.training.rewards) against Google's rouge-score, same run.
 
-    python benchmarks/bench_reward.py                  # 2,000 real CNN/DM pairs if present, else random
-    python benchmarks/bench_reward.py --n 500 --repeats 5 --random
+    python benchmarks/speed/bench_reward.py                  # 2,000 real CNN/DM pairs if present, else random
+    python benchmarks/speed/bench_reward.py --n 500 --repeats 5 --random
 
 Timed, each on the same N pairs (inputs prepared beforehand, outside the timers; best of --repeats):
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "rouge_check" / "cnndm_test_simcls.jsonl"
 SENTENCE_END_WORDS = (".", "!", "?")

@@ -1,9 +1,9 @@
 """A bounded load test of ``agentsum serve``: many concurrent clients, a fixed number of mixed requests.
 
-    python benchmarks/load_service.py CKPT                                  # 50 clients, 300 requests
-    python benchmarks/load_service.py CKPT --clients 100 --requests 2000 --threads 2
-    python benchmarks/load_service.py CKPT --in-process                     # server in this process
-    python benchmarks/load_service.py --url http://127.0.0.1:8000 [--pid PID]   # a server already running
+    python benchmarks/speed/load_service.py CKPT                                  # 50 clients, 300 requests
+    python benchmarks/speed/load_service.py CKPT --clients 100 --requests 2000 --threads 2
+    python benchmarks/speed/load_service.py CKPT --in-process                     # server in this process
+    python benchmarks/speed/load_service.py --url http://127.0.0.1:8000 [--pid PID]   # a server already running
 
 ``--clients`` threads (one keep-alive httpx connection each) share a fixed plan of ``--requests`` requests and
 send them as fast as the server answers: single texts, lists of 2 to 4 texts, some with ``"attention": true``,
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SENTENCES = [
     "The {a} {v} a {b} near the {p}.",
     "Officials said the {a} and the {b} were seen by the {p} on Tuesday.",

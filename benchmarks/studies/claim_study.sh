@@ -6,19 +6,19 @@
 # shares the machine. Then ROUGE of each last checkpoint on the reported rows (CNN/DM: validation rows
 # 500-999, as rows 0-199 are the trainer's validation; SAMSum: all 814 validation dialogues, also the
 # trainer's validation, as SAMSum's test split is held out), and each run's metrics.jsonl and CPU
-# samples copied beside its scores, so that benchmarks/claim_table.py can rebuild the table from
+# samples copied beside its scores, so that benchmarks/studies/claim_table.py can rebuild the table from
 # committed files.
 #
-#   bash benchmarks/claim_study.sh SEED best|paper [MINUTES]
-#   bash benchmarks/claim_study.sh SEED READING_A READING_B [MINUTES]
-#   CORPUS=samsum bash benchmarks/claim_study.sh SEED m6 m6-if 40
-#   CORPUS=ectsum bash benchmarks/claim_study.sh SEED m1-long m6 90   # earnings calls, the whole call
-#   RESUME=1 CORPUS=ectsum bash benchmarks/claim_study.sh SEED m1-long m6 90   # continue a stopped pair
-#   STEPS=961 bash benchmarks/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
+#   bash benchmarks/studies/claim_study.sh SEED best|paper [MINUTES]
+#   bash benchmarks/studies/claim_study.sh SEED READING_A READING_B [MINUTES]
+#   CORPUS=samsum bash benchmarks/studies/claim_study.sh SEED m6 m6-if 40
+#   CORPUS=ectsum bash benchmarks/studies/claim_study.sh SEED m1-long m6 90   # earnings calls, the whole call
+#   RESUME=1 CORPUS=ectsum bash benchmarks/studies/claim_study.sh SEED m1-long m6 90   # continue a stopped pair
+#   STEPS=961 bash benchmarks/studies/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
 #
 # Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
 # machine here, m6 with agent_state: ends 32.9 on another): each run's machine (boot id, CPU model) is saved beside its
-# scores, and benchmarks/claim_table.py compares runs of different machines at equal steps only,
+# scores, and benchmarks/studies/claim_table.py compares runs of different machines at equal steps only,
 # which STEPS gives. Each run's batch order (order.json; runs without one shuffled with
 # random.shuffle) is saved too: runs of one seed under different orders did not see the same batches.
 #
@@ -29,10 +29,10 @@
 #   m6-whole      + agent_split: whole         m6-if-whole   + both
 #   m6-ends       + agent_state: ends          m6-if-whole-ends  + all three
 # best = m1-if m6-if-whole; paper = m1 m6. Runs: runs/CORPUS-READING-sSEED; scores, metrics and CPU
-# samples: benchmarks/results/CORPUS/claim/CORPUS-READING-sSEED/ (python benchmarks/claim_table.py
+# samples: benchmarks/results/CORPUS/claim/CORPUS-READING-sSEED/ (python benchmarks/studies/claim_table.py
 # --corpus CORPUS). CNN/DM: about 80 minutes on a quiet 2-core machine.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . .venv/bin/activate
 SEED=${1:?seed}
 case "${2:?reading}" in
@@ -81,7 +81,7 @@ train() {  # READING
   if [[ -n "${RESUME:-}" && -f "$run/checkpoints/last.pt" ]]; then
     offset=$(python - "$run" <<'PY'
 import json, sys
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, "benchmarks/studies")
 import cpu_clock
 from agentsum.checkpoint import read_checkpoint
 run = sys.argv[1]
@@ -97,7 +97,7 @@ PY
   agentsum train --config "$config" --run-dir "$run" --set train.seed="$SEED" --set train.valid_every=$EVERY \
       --set train.max_minutes=$((MINUTES * 4)) "${STEP_LIMIT[@]}" "${args[@]}" >> "$run.log" 2>&1 &
   local pid=$!
-  python benchmarks/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" \
+  python benchmarks/studies/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" \
       --offset-seconds "$offset" &
   wait "$pid" || true
 }
@@ -110,11 +110,11 @@ for name in "$A" "$B"; do
   mkdir -p "$OUT/$(basename "$run")"
   cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
   cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
-  python -c 'import json, sys; sys.path.insert(0, "benchmarks"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
+  python -c 'import json, sys; sys.path.insert(0, "benchmarks/studies"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
       > "$OUT/$(basename "$run")/machine.json"
   python -c 'import json; from agentsum.data.dataset import EPOCH_ORDER; print(json.dumps({"epoch_order": EPOCH_ORDER}))' \
       > "$OUT/$(basename "$run")/order.json"
-  python benchmarks/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
+  python benchmarks/studies/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
       --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
 done
 wait

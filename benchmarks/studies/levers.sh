@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The training levers of samsum-m1 at equal minutes (benchmarks/results/samsum/levers.md): each run
 # is the preset with one change, MINUTES of training (default 40), two runs at a time side by side,
-# one thread each, on a 2-core machine; then benchmarks/levers.py scores every best checkpoint on
+# one thread each, on a 2-core machine; then benchmarks/studies/levers.py scores every best checkpoint on
 # all 814 SAMSum validation dialogues (and DialogSum's for the run that trains on it).
 # About 3 h 15 min with the default 40 minutes (the schedule run alone on the machine). Run from the project root after `bash scripts/setup.sh`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . .venv/bin/activate
 MINUTES=${MINUTES:-40}
 mkdir -p runs
@@ -27,13 +27,13 @@ train dialogsum --set data.train=runs/samsum_dialogsum_train.jsonl & wait
 train lr-linear --set train.schedule=linear --set train.warmup=200 --set train.lr=2e-3 \
   --set train.max_steps=2087 --set train.max_minutes=600
 
-python benchmarks/levers.py base=runs/lever-base feeding=runs/lever-feeding smoothing=runs/lever-smoothing \
+python benchmarks/studies/levers.py base=runs/lever-base feeding=runs/lever-feeding smoothing=runs/lever-smoothing \
   hidden256=runs/lever-hidden256 glove=runs/lever-glove lr-linear=runs/lever-lr-linear
-python benchmarks/levers.py dialogsum=runs/lever-dialogsum base=runs/lever-base --dialogsum
+python benchmarks/studies/levers.py dialogsum=runs/lever-dialogsum base=runs/lever-base --dialogsum
 # checkpoint averaging (the base's last three validation checkpoints) and the runs at equal steps
 agentsum average $(ls runs/lever-base/checkpoints/step-*.pt | tail -n 3) --out runs/lever-base/checkpoints/avg3.pt
-python benchmarks/levers.py base-avg3=runs/lever-base --checkpoint avg3
-python benchmarks/levers.py glove-step2000=runs/lever-glove dialogsum-step2000=runs/lever-dialogsum \
+python benchmarks/studies/levers.py base-avg3=runs/lever-base --checkpoint avg3
+python benchmarks/studies/levers.py glove-step2000=runs/lever-glove dialogsum-step2000=runs/lever-dialogsum \
   --checkpoint step-00002000
 # the shipped model on DialogSum validation
 agentsum evaluate --data ../shared/data/dialogsum/valid.jsonl --out runs/shipped-dialogsum
