@@ -17,9 +17,10 @@ Tasks:
   trigram blocking, UNK replacement.
 * ``ectsum``: the same pointer-generator recipe on ECTSum earnings calls, trained on the first 1,522
   training calls (the calls ectsum-m6 trains on; the last 100 select its checkpoints) and scored on all
-  247 validation calls: 20k vocabulary, dropout 0.3, batch 16, Adam 1e-3, summaries cut at 120 tokens,
-  calls cut at ``--src-len`` tokens (default 2,000: OpenNMT-py's tokens/s holds to 4k tokens and falls
-  5x at 8k in ``bench_long.py``, and 2,000 tokens hold 2.5x the words ectsum-m1 reads). Decoding as
+  247 validation calls: 20k vocabulary, dropout 0.3, 16 calls an update (two batches of 8: at batch 16
+  its MLP attention over 2,000 tokens took 13.5 GB), Adam 1e-3, summaries cut at 120 tokens, calls cut
+  at ``--src-len`` tokens (default 2,000: OpenNMT-py's tokens/s holds to 4k tokens and falls 5x at 8k
+  in ``bench_long.py``, and 2,000 tokens hold 2.5x the words ectsum-m1 reads). Decoding as
   ectsum-m6: beam 5, 20 to 120 tokens, trigram blocking, UNK replacement.
 * ``lcsts``: OpenNMT-py's Transformer + copy attention (``configs/zh_transformer_copy.yaml``: 2 + 2
   layers, d 256, 4 heads, ff 1024, characters, 150 / 25 tokens, batch 32, Adam 1e-3). Decoding: beam
@@ -75,7 +76,8 @@ TASKS = {
         "lang": "en", "config": "en_rnn_pg.yaml", "preset": "ectsum-m6",
         "train": DATA / "ectsum" / "train.jsonl", "train_limit": 1522, "held_out": DATA / "ectsum" / "valid.jsonl",
         "src_len": 2000, "tgt_len": 120,
-        "config_overrides": {"src_vocab_size": 20000, "tgt_vocab_size": 20000, "dropout": 0.3},
+        "config_overrides": {"src_vocab_size": 20000, "tgt_vocab_size": 20000, "dropout": 0.3,
+                             "batch_size": 8, "accum_count": [2]},
         "decode_args": ["-beam_size", "5", "-min_length", "20", "-max_length", "120", "-block_ngram_repeat", "3",
                         "-replace_unk"],
     },
