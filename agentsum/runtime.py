@@ -11,6 +11,14 @@ guide), without a dependency. Measured on DCA at the peer-benchmark size but a 3
 alternating runs each, packed-LSTM encoder of the time): 1.44 -> 1.20 seconds per training step (medians), kernel time 7.3 s -> 3.4 s per run,
 peak memory +12% (freed memory is kept for reuse instead of returned).
 
+32 MiB is as high as glibc lets the threshold go, so tensors above it are still mapped and unmapped
+every step. At qmsum-m6 sizes (batch 4, up to 24,000 tokens over 73 agents) most of the step's
+tensors are that large: a step of batch (4, 49 agents, 400) page-faults 1.7-1.9M times and
+spends 28% of its CPU time in the kernel. ``MALLOC_MMAP_MAX_=0`` in the environment (glibc then
+never maps) takes that to 2-5% and the step from 12.1 to 8.3 CPU seconds, but peak memory from 3.3
+to 5.7 GB: freed blocks stay in a fragmented heap (benchmarks/results/long/qmsum_step_no_mmap.md).
+It is left to the user, not set here.
+
 It does nothing on other C libraries or when ``AGENTSUM_MALLOC_TUNING=0``.
 """
 
