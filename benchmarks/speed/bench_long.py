@@ -57,7 +57,7 @@ SHARED = ROOT.parent / "shared"
 ECTSUM = SHARED / "data" / "ectsum"
 QMSUM = SHARED / "data" / "qmsum"
 PEER = SHARED / "peers" / "opennmt"
-CHECKPOINT = ROOT.parent / "wt-study" / "runs" / "ectsum-m6-s1" / "checkpoints" / "last.pt"
+CHECKPOINT = ROOT / "agentsum" / "pretrained" / "ectsum-en.pt"  # the shipped calls model (an ectsum-m6 model)
 ROWS = ("dca1", "dca400", "transformer", "onmt")
 LABELS = {"dca1": "DCA, 1 agent", "dca400": "DCA, 400-token agents", "transformer": "Transformer-PG",
           "onmt": "OpenNMT-py RNN PG", "dca400@before": "DCA, 400-token agents (before)",
@@ -560,7 +560,8 @@ def main() -> None:
     p.add_argument("--ectsum-valid", type=Path, default=ECTSUM / "valid.jsonl")
     p.add_argument("--qmsum-valid", type=Path, default=QMSUM / "valid.jsonl")
     p.add_argument("--checkpoint", type=Path, default=CHECKPOINT,
-                   help="ectsum-m6 weights to decode with (random weights where the file does not exist)")
+                   help="ectsum-m6 weights to decode with (default: the shipped calls model; random weights where the file "
+                        "does not exist)")
     p.add_argument("--profile", action="store_true", help="profile the dca400 step at --profile-length")
     p.add_argument("--profile-length", type=int, default=4000)
     p.add_argument("--profile-steps", type=int, default=2)
