@@ -26,7 +26,10 @@ runs without one were shuffled with ``random.shuffle``, the order before ``pcg64
 the seed then fixes the initial weights but not the batches. A reading run again on another machine
 is kept as ``CORPUS-READING-sSEED-rN``.
 
-    python benchmarks/studies/claim_table.py [--corpus cnndm|samsum|ectsum] [--dir DIR]
+``--plot PATH`` also draws every run's validation NLL against its CPU minutes (where it has a CPU
+clock; against steps otherwise) and against steps, one colour per reading, one line style per seed.
+
+    python benchmarks/studies/claim_table.py [--corpus cnndm|samsum|ectsum] [--dir DIR] [--plot PATH]
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class Run:
     rouge: tuple[float, float, float] | None = None
     doubled: float | None = None
     numbers: tuple[float, float] | None = None  # supported, recall (%), from agentsum evaluate's scores.json
+    valid_cpu: dict[int, float] = field(default_factory=dict)  # step -> CPU minutes at its validation
     started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
     machine: str | None = None  # the boot id of the machine that trained it
     order: str = LEGACY_EPOCH_ORDER  # the batch order of its epochs (agentsum.data.dataset.EPOCH_ORDER)
@@ -119,6 +123,11 @@ def load_run(directory: Path) -> Run | None:
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:
         run.cpu_minutes = cpu[-1]["cpu_s"] / 60
+    if cpu:
+        stamps = [r["time"] for r in cpu]
+        for r in records:
+            if "valid_nll" in r and "time" in r:
+                run.valid_cpu[r["step"]] = cpu_minutes_at(cpu, r["time"])
     stamps = [r["time"] for r in (cpu or records) if "time" in r]
     run.started = min(stamps) if stamps else None
     rows = REPORTED_ROWS.get(run.corpus, "[")
@@ -135,6 +144,55 @@ def load_run(directory: Path) -> Run | None:
         if "numbers_supported" in scores:
             run.numbers = (scores["numbers_supported"], scores["numbers_recall"])
     return run
+
+
+def cpu_minutes_at(cpu: list[dict], when: float) -> float:
+    """The CPU minutes a run had received at Unix time ``when``, interpolated between the CPU clock's
+    samples (every few seconds), clamped to its first and last sample."""
+    if when <= cpu[0]["time"]:
+        return cpu[0]["cpu_s"] / 60
+    for before, after in zip(cpu, cpu[1:]):
+        if before["time"] <= when <= after["time"]:
+            span = after["time"] - before["time"]
+            share = (when - before["time"]) / span if span else 0.0
+            return (before["cpu_s"] + share * (after["cpu_s"] - before["cpu_s"])) / 60
+    return cpu[-1]["cpu_s"] / 60
+
+
+def plot(runs: list[Run], path: Path) -> None:
+    """Validation NLL against CPU minutes (left) and steps (right), a colour per reading, a line
+    style per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    readings = sorted({run.reading for run in runs})
+    colours = {reading: f"C{i}" for i, reading in enumerate(readings)}
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for run in sorted(runs, key=lambda r: (r.reading, r.seed, r.repeat)):
+        name = f"{run.label.strip('`')} seed {run.seed}" + (f" (run {run.repeat})" if run.repeat > 1 else "")
+        style = dict(color=colours[run.reading], linestyle=styles[(run.seed - 1) % len(styles)], marker="o",
+                     markersize=3, label=name)
+        steps = sorted(run.valid)
+        if run.valid_cpu:
+            timed = sorted(s for s in steps if s in run.valid_cpu)
+            axes[0].plot([run.valid_cpu[s] for s in timed], [run.valid[s] for s in timed], **style)
+        axes[1].plot(steps, [run.valid[s] for s in steps], **style)
+    axes[0].set_xlabel("CPU minutes (one thread)")
+    axes[1].set_xlabel("training steps")
+    axes[0].set_ylabel("validation NLL per token")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    corpus = runs[0].corpus
+    fig.suptitle(f"{corpus}: validation NLL at equal time and at equal steps", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"plot: {path}")
 
 
 def fmt_rouge(rouge) -> str:
@@ -257,12 +315,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="cnndm", choices=sorted(REPORTED_ROWS))
     parser.add_argument("--dir", help="default: benchmarks/results/CORPUS/claim")
+    parser.add_argument("--plot", type=Path, help="also draw the runs' validation NLL against CPU minutes and steps")
     args = parser.parse_args()
     directory = Path(args.dir or f"benchmarks/results/{args.corpus}/claim")
     runs = [run for d in sorted(directory.iterdir()) if d.is_dir() and (run := load_run(d)) is not None]
     if not runs:
         raise SystemExit(f"no runs named {args.corpus}-READING-sSEED under {directory}")
     print("\n".join(runs_table(runs) + [""] + comparisons(runs) + [""] + seed_summary(runs)))
+    if args.plot:
+        plot(runs, args.plot)
 
 
 if __name__ == "__main__":

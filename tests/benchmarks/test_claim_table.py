@@ -158,3 +158,44 @@ def test_an_ectsum_pair_compares_agents_with_one_agent_over_the_same_tokens_and_
     assert table[3].endswith("| – |")
     rows = [line for line in claim_table.comparisons([one, agents]) if line.startswith("| agents")]
     assert len(rows) == 1 and "| m1-long | m6 |" in rows[0] and "+1.00 / +1.00 / +2.00" in rows[0]
+
+
+def test_a_validation_is_placed_at_the_cpu_minutes_the_run_had_then(tmp_path):
+    run_dir = tmp_path / "ectsum-m6-s1"
+    run_dir.mkdir()
+    records = [{"step": 20, "time": 10.0, "tokens": 100, "seconds": 1.0, "tokens_per_s": 100.0},
+               {"step": 100, "time": 150.0, "valid_nll": 4.2},   # halfway between two samples
+               {"step": 200, "time": 500.0, "valid_nll": 3.6}]   # after the last sample: clamped
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    samples = [{"time": 0.0, "cpu_s": 0.0}, {"time": 100.0, "cpu_s": 60.0}, {"time": 200.0, "cpu_s": 180.0}]
+    (run_dir / "cpu.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    run = claim_table.load_run(run_dir)
+    assert run.valid_cpu == {100: 2.0, 200: 3.0}  # (60 + 0.5 * 120) s = 2 min; 180 s = 3 min
+    assert claim_table.cpu_minutes_at(samples, -5.0) == 0.0
+
+
+def test_the_plot_draws_one_line_per_run_on_each_axis(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = []
+    for name in ("ectsum-m1-long-s1", "ectsum-m6-s1", "ectsum-m6-s2"):
+        run = claim_table.load_run(write_run(tmp_path, name, {100: 4.0, 200: 3.5}, cpu_s=600.0))
+        run.valid_cpu = {100: 5.0, 200: 10.0}
+        runs.append(run)
+    runs.append(claim_table.load_run(write_run(tmp_path, "ectsum-m1-s1", {100: 4.5, 200: 4.4})))  # no CPU clock
+    shown = {}
+    save = plt.Figure.savefig
+
+    def capture(fig, path, **kwargs):
+        shown["lines"] = [len(ax.get_lines()) for ax in fig.axes]
+        shown["labels"] = [line.get_label() for line in fig.axes[1].get_lines()]
+        save(fig, path, **kwargs)
+
+    monkeypatch.setattr(plt.Figure, "savefig", capture)
+    claim_table.plot(runs, tmp_path / "out" / "nll.png")
+    assert (tmp_path / "out" / "nll.png").stat().st_size > 0
+    assert shown["lines"] == [3, 4]  # the run without a CPU clock is only on the steps axis
+    assert "ectsum-m6 seed 2" in shown["labels"] and "ectsum-m1-long seed 1" in shown["labels"]
