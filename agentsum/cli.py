@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue a run from its checkpoint (model, optimizer, step, RNG); auto: from "
                         "RUN_DIR/checkpoints/last.pt where it exists, else start fresh (what a torchrun restart "
                         "or a requeued cluster job needs; also train.resume: auto)")
-    p.add_argument("--init-from", metavar="CKPT", help="start from these weights and vocabulary, fresh optimizer")
+    p.add_argument("--init-from", metavar="CKPT", help="start from these weights and vocabulary, fresh optimizer: "
+                   "a checkpoint file, or a shipped model's name (calls, dialogue)")
 
     p = sub.add_parser("prepare", help="tokenize a config's corpora once into memory-mapped stores",
                        description="Read the configuration's data.train and data.valid corpora once, in worker "

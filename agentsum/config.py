@@ -80,7 +80,7 @@ class TrainConfig:
     # RL's sample and greedy baseline are decoded with dropout off (eval mode), then scored with dropout
     # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
     rl_decode_dropout: bool = False
-    init_from: str | None = None  # start from this checkpoint's weights and vocabulary (RL after MLE)
+    init_from: str | None = None  # start from this checkpoint's (or shipped model's) weights and vocabulary
     # continue from this checkpoint (as --resume); auto: RUN_DIR/checkpoints/last.pt where it exists,
     # else start fresh, so that a torchrun restart or a requeued cluster job goes on by itself
     resume: str | None = None

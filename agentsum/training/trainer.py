@@ -34,7 +34,7 @@ from agentsum.devices import check_bf16, copy_to, cpu_has_bf16, use_tf32
 from agentsum.models import build_model
 from agentsum.models.base import SummarizationModel
 from agentsum.training import distributed, resuming, seeding
-from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, save_checkpoint
+from agentsum.checkpoint import CHECKPOINT_FORMAT, CheckpointError, checkpoint_path, read_checkpoint, save_checkpoint
 from agentsum.training.monitor import TrainingMonitor, format_duration, log
 from agentsum.training.objectives import MLE, build_objective
 from agentsum.training.schedule import build_scheduler
@@ -215,6 +215,8 @@ class Trainer:
         resume = start.checkpoint
         self._log(start.message)
         init_from = None if resume else (init_from or train_config.init_from)
+        if init_from:  # a shipped model's name (`calls`) where no file of that name exists
+            init_from = str(checkpoint_path(init_from))
         if init_from and not Path(init_from).is_file():
             raise CheckpointError(f"train.init_from: {init_from} not found; RL presets start from an MLE model: "
                                   f"train it first (m3 from m1, m7 from m6) or pass --init-from CKPT")

@@ -411,3 +411,30 @@ def test_training_with_auto_agents_mixes_agent_counts_and_says_so(tmp_path, caps
     trainer.run()
     assert "agents: auto (12 tokens each)" in capsys.readouterr().err
     assert read_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["step"] == 3
+
+
+def test_init_from_takes_a_shipped_models_name(tiny_run, tmp_path, monkeypatch):
+    """train.init_from: calls starts from the shipped calls model (qmsum-m6 does): a name that is not
+    a file resolves to the shipped file; the weights and vocabulary are then that file's."""
+    import agentsum.checkpoint as checkpoint
+
+    base = read_checkpoint(tiny_run["checkpoint"])
+    monkeypatch.setitem(checkpoint.SHIPPED_MODELS, "tinyship",
+                        checkpoint.ShippedModel("tinyship", "pretrained/tinyship.pt", "tests", "synthetic"))
+    real_path = checkpoint.shipped_path
+    monkeypatch.setattr(checkpoint, "shipped_path",
+                        lambda name: tiny_run["checkpoint"] if name == "tinyship" else real_path(name))
+    monkeypatch.chdir(tmp_path)  # no file called tinyship here: the name is the shipped model's
+    overrides = [f"data.train={tiny_run['train']}", f"data.valid={tiny_run['test']}", "train.max_steps=1",
+                 f"train.run_dir={tmp_path / 'run'}", "train.init_from=tinyship"]
+    trainer = Trainer(load_config("tiny", overrides))
+    for name, weight in trainer.model.state_dict().items():
+        torch.testing.assert_close(weight, base["model"][name].to(weight.dtype))
+    assert list(trainer.vocab.itos) == list(base["vocab"])
+    # the real shipped calls model is a name too; its weights do not fit the tiny model, and the
+    # message names the file it resolved to
+    if real_path("calls").is_file():
+        with pytest.raises(CheckpointError, match="ectsum-en.pt: its weights do not fit"):
+            Trainer(load_config("tiny", overrides[:-1] + ["train.init_from=calls", f"train.run_dir={tmp_path / 'c'}"]))
+    with pytest.raises(CheckpointError, match="no-such-model not found"):
+        Trainer(load_config("tiny", overrides[:-1] + ["train.init_from=no-such-model", f"train.run_dir={tmp_path / 'n'}"]))
