@@ -39,11 +39,15 @@ import collections
 import json
 import re
 import statistics
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # the batch order of runs saved without an order.json
 from agentsum.data.dataset import LEGACY_EPOCH_ORDER
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock, beside this script
+from cpu_clock import cpu_at  # noqa: E402
 
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
 CHANGES = {"if": "input feeding", "whole": "whole-article split", "ends": "agent_state: ends",
@@ -123,11 +127,7 @@ def load_run(directory: Path) -> Run | None:
     cpu = read_jsonl(directory / "cpu.jsonl")
     if cpu:
         run.cpu_minutes = cpu[-1]["cpu_s"] / 60
-    if cpu:
-        stamps = [r["time"] for r in cpu]
-        for r in records:
-            if "valid_nll" in r and "time" in r:
-                run.valid_cpu[r["step"]] = cpu_minutes_at(cpu, r["time"])
+        run.valid_cpu = {r["step"]: cpu_at(cpu, r["time"]) / 60 for r in records if "valid_nll" in r and "time" in r}
     stamps = [r["time"] for r in (cpu or records) if "time" in r]
     run.started = min(stamps) if stamps else None
     rows = REPORTED_ROWS.get(run.corpus, "[")
@@ -144,19 +144,6 @@ def load_run(directory: Path) -> Run | None:
         if "numbers_supported" in scores:
             run.numbers = (scores["numbers_supported"], scores["numbers_recall"])
     return run
-
-
-def cpu_minutes_at(cpu: list[dict], when: float) -> float:
-    """The CPU minutes a run had received at Unix time ``when``, interpolated between the CPU clock's
-    samples (every few seconds), clamped to its first and last sample."""
-    if when <= cpu[0]["time"]:
-        return cpu[0]["cpu_s"] / 60
-    for before, after in zip(cpu, cpu[1:]):
-        if before["time"] <= when <= after["time"]:
-            span = after["time"] - before["time"]
-            share = (when - before["time"]) / span if span else 0.0
-            return (before["cpu_s"] + share * (after["cpu_s"] - before["cpu_s"])) / 60
-    return cpu[-1]["cpu_s"] / 60
 
 
 def plot(runs: list[Run], path: Path) -> None:

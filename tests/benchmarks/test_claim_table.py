@@ -171,7 +171,6 @@ def test_a_validation_is_placed_at_the_cpu_minutes_the_run_had_then(tmp_path):
     (run_dir / "cpu.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     run = claim_table.load_run(run_dir)
     assert run.valid_cpu == {100: 2.0, 200: 3.0}  # (60 + 0.5 * 120) s = 2 min; 180 s = 3 min
-    assert claim_table.cpu_minutes_at(samples, -5.0) == 0.0
 
 
 def test_the_plot_draws_one_line_per_run_on_each_axis(tmp_path, monkeypatch):
