@@ -69,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provenance", action="store_true",
                    help="print one JSON object per document instead (JSON Lines): the summary, and for every word "
                         "whether it was copied from the source or generated (p_gen, copy mass), the source token it "
-                        "drew most from and its agent; for every sentence the source sentences it rests on "
-                        "(docs/provenance.md). Needs a model with a copy mechanism")
+                        "drew most from and its agent, and for a number where the source states it; for every sentence "
+                        "the source sentences it rests on (docs/provenance.md; the service's record). Needs a model "
+                        "with a copy mechanism")
     add_device_option(p)
     add_search_options(p)
 
@@ -247,18 +248,19 @@ def cmd_summarize(args) -> int:
 
 
 def _explained(summarizer, examples, search_config, batch_size: int, shown) -> list[dict]:
-    """:meth:`Summarizer.explain_documents` of corpus examples; a model that cannot say where its words
-    came from is an error naming --provenance."""
+    """:meth:`Summarizer.explain_documents` of corpus examples, each number word with the record the
+    service gives it; a model that cannot say where its words came from is an error naming --provenance."""
     from agentsum.data.dataset import NO_WORDS, has_words
     from agentsum.data.records import DataError
     from agentsum.decoding.provenance import ProvenanceError
+    from agentsum.evaluation.number_links import number_links
 
     docs = summarizer.prepare_examples(examples)
     empty = ["<stdin>" if e.origin == "-" else e.origin for e, d in zip(examples, docs) if not has_words(d)]
     if empty:
         raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
     try:
-        results = summarizer.explain_documents(docs, search_config, batch_size)
+        results = summarizer.explain_documents(docs, search_config, batch_size, numbers=number_links)
     except ProvenanceError as e:
         raise ConfigError(f"--provenance: {e}") from None
     if shown is not None:
@@ -301,7 +303,9 @@ def cmd_evaluate(args) -> int:
 
 
 def print_scores(scores: dict, name: str = "") -> None:
-    """ROUGE, and where scored (English) the doubled-word rates and the numbers figures, one line each."""
+    """ROUGE, and where scored (English) the doubled-word rates, the numbers figures and the claim
+    figures, one line each."""
+    from agentsum.evaluation.claims import format_claims
     from agentsum.evaluation.numbers import format_numbers
     from agentsum.evaluation.rouge import format_rouge
 
@@ -311,6 +315,8 @@ def print_scores(scores: dict, name: str = "") -> None:
               f"naming one person twice (X and X): {scores['x_and_x']:.1f}%")
     if "numbers_supported" in scores:
         print(format_numbers(scores))
+    if "numbers_in_context" in scores:
+        print(format_claims(scores))
 
 
 def cmd_lead3(args) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -50,6 +50,12 @@ from agentsum import checkpoint as checkpoints
 #: A text of more than this many times the tokens a model reads (in words) gets :meth:`Summarizer.length_warning`.
 LONG_TEXT_FACTOR = 4
 _WORD = re.compile(r"\S+")
+#: What reads a summary's numbers against its source for :meth:`Summarizer.explain`: (the summary's
+#: tokens, the source's tokens as the agents read them, in order) -> {summary token position: record}.
+#: The service and ``agentsum summarize --provenance`` pass
+#: :func:`agentsum.evaluation.number_links.number_links`; it is passed in, not imported here, because
+#: evaluation decodes through this module (imports go one way).
+NumberReader = Callable[[Sequence[str], Sequence[str]], dict]
 
 
 class Summarizer:
@@ -192,7 +198,8 @@ class Summarizer:
 
     # ------------------------------------------------------------------------------ provenance
     @torch.no_grad()
-    def explain(self, texts: str | Sequence[str], *, batch_size: int = 16, **search) -> dict | list[dict]:
+    def explain(self, texts: str | Sequence[str], *, batch_size: int = 16, numbers: NumberReader | None = None,
+                **search) -> dict | list[dict]:
         """Summaries with the provenance of every word (:mod:`agentsum.decoding.provenance`), for one
         text (a dict) or each text of a list. ``search``: decoding settings, as :meth:`search_config`.
 
@@ -202,7 +209,11 @@ class Summarizer:
         order), ``source_word`` (that token as written in the article), ``agent`` and ``agent_index``
         (the position within the agent); ``sentences``, one per summary sentence: ``text``, ``start``
         and ``end`` (its words), ``source_sentences`` (``agent``, ``line``, ``start``/``end`` within the
-        agent, ``share`` of the sentence's summed attention, ``text`` as written).
+        agent, ``share`` of the sentence's summed attention, ``text`` as written). Every count starts at 0.
+        With ``numbers`` (:data:`NumberReader`: pass
+        :func:`agentsum.evaluation.number_links.number_links` for the record the service and
+        ``agentsum summarize --provenance`` give), each word also has ``number``: its record for a
+        number word, else None.
         A checkpoint without a copy mechanism is a :class:`~agentsum.decoding.provenance.ProvenanceError`.
         """
         single = isinstance(texts, str)
@@ -213,12 +224,12 @@ class Summarizer:
         empty = [f"texts[{i}]" for i, d in enumerate(docs) if not has_words(d)]
         if empty:
             raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
-        return self.explain_documents(docs, self.search_config(**search), batch_size)[0] if single \
-            else self.explain_documents(docs, self.search_config(**search), batch_size)
+        results = self.explain_documents(docs, self.search_config(**search), batch_size, numbers=numbers)
+        return results[0] if single else results
 
     @torch.no_grad()
-    def explain_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16
-                          ) -> list[dict]:
+    def explain_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
+                          numbers: NumberReader | None = None) -> list[dict]:
         """:meth:`explain` for prepared documents (with their articles), in order."""
         training = self.model.training
         self.model.eval()
@@ -229,24 +240,30 @@ class Summarizer:
                 hyps, words = self.decode_batch(batch, search_config)
                 rows = provenance(self.model, batch, hyps.tokens)
                 for k, i in enumerate(indices):
-                    results[i] = self.explained(docs[i], words[k], rows[k], batch.src_ids.size(2))
+                    results[i] = self.explained(docs[i], words[k], rows[k], batch.src_ids.size(2), numbers)
         finally:
             self.model.train(training)
         return results
 
-    def explained(self, doc: Document, tokens: list[str], rows: list[dict], tokens_per_agent: int) -> dict:
-        """One document's :meth:`explain` result from its written tokens and their provenance rows."""
+    def explained(self, doc: Document, tokens: list[str], rows: list[dict], tokens_per_agent: int,
+                  numbers: NumberReader | None = None) -> dict:
+        """One document's :meth:`explain` result from its written tokens and their provenance rows;
+        with ``numbers``, each word's ``number`` record (the one place it is added: the service, the
+        CLI and :meth:`explain` all come here)."""
         shown = self.language.display_words(tokens, doc.article)  # sentences of words, aligned with tokens
         texts = self.language.sentence_texts(shown)
         source_words, source_lines = source_view(doc, self.config.data)
         lengths = [len(agent) for agent in doc.agents]
+        links = numbers(tokens, [token for agent in doc.agents for token in agent]) if numbers is not None else None
         words = []
-        for token, word, row in zip(tokens, (w for sentence in shown for w in sentence), rows):
+        for j, (token, word, row) in enumerate(zip(tokens, (w for sentence in shown for w in sentence), rows)):
             a, i = row["agent"], row["index"]
             words.append({"word": word, "token": token, "copied": row["copied"], "p_gen": row["p_gen"],
                           "copy_mass": row["copy_mass"], "source": row["position"],
                           "source_word": source_words[a][i] if a < len(source_words) and i < len(source_words[a])
                           else None, "agent": a, "agent_index": i})
+            if links is not None:
+                words[-1]["number"] = links.get(j)
         sources = sentence_sources(rows, shown, source_lines, tokens_per_agent, lengths)
         sentences, start = [], 0
         for text, sentence, chosen in zip(texts, shown, sources):

@@ -113,15 +113,13 @@ class ServedModel:
 
     def provenance(self, batch, token_ids: list[list[int]], words: list[list[str]], docs: Sequence[Document]
                    ) -> list[dict]:
-        """Per document, :meth:`Summarizer.explained`'s words and sentences, each number word linked to
-        the source tokens stating it (:func:`agentsum.evaluation.number_links.number_links`)."""
+        """Per document, :meth:`Summarizer.explained`'s words and sentences, each number word with its
+        record (:func:`agentsum.evaluation.number_links.number_links`), as ``agentsum summarize
+        --provenance`` gives them."""
         rows = word_provenance(self.summarizer.model, batch, token_ids)
         out = []
         for doc, tokens, row in zip(docs, words, rows):
-            explained = self.summarizer.explained(doc, tokens, row, batch.src_ids.size(2))
-            links = number_links(tokens, [token for agent in doc.agents for token in agent])
-            for j, word in enumerate(explained["words"]):
-                word["number"] = links.get(j)
+            explained = self.summarizer.explained(doc, tokens, row, batch.src_ids.size(2), numbers=number_links)
             out.append({"words": explained["words"], "sentences": explained["sentences"]})
         return out
 

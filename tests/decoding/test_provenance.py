@@ -178,3 +178,54 @@ def test_cli_summarize_provenance_prints_json_lines_and_names_the_option_where_i
     assert main(["summarize", "--checkpoint", str(tmp_path / "no_pointer.pt"), "--provenance", "--device", "cpu",
                  str(data)]) == 2
     assert "--provenance: provenance needs a pointer-generator (model.pointer)" in capsys.readouterr().err
+
+
+def test_the_cli_the_service_and_explain_give_every_word_the_same_number_record(tiny_run, tmp_path, capsys):
+    """One record for a summary's numbers, added in Summarizer.explained: ``agentsum summarize
+    --provenance``, POST /v1/summarize with "provenance" and Summarizer.explain(numbers=number_links)
+    give the same words, each with its ``number`` (None for a word that is not a number)."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from agentsum import Summarizer
+    from agentsum.cli import main
+    from agentsum.evaluation.number_links import number_links
+    from agentsum.serve.app import create_app
+
+    text = "The fox chased 3 crows near the river on 12 May. The owl watched 2.5 hares. The cat ate 40 frogs."
+    data = tmp_path / "in.txt"
+    data.write_text(text)
+    assert main(["summarize", "--checkpoint", str(tiny_run["checkpoint"]), "--provenance", "--min-length", "8",
+                 "--device", "cpu", str(data)]) == 0
+    (cli,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    with TestClient(create_app(tiny_run["checkpoint"], batch_wait_ms=0, device="cpu")) as client:
+        r = client.post("/v1/summarize", json={"text": text, "min_length": 8, "provenance": True})
+    assert r.status_code == 200, r.text
+    api = r.json()["summaries"][0]["provenance"]
+    summarizer = Summarizer(tiny_run["checkpoint"], device="cpu")
+    python = summarizer.explain(text, min_length=8, numbers=number_links)
+    assert cli["words"] == api["words"] == python["words"]
+    assert cli["sentences"] == api["sentences"] == python["sentences"]
+    (doc,) = summarizer.prepare([text])
+    expected = number_links([w["token"] for w in python["words"]], [t for agent in doc.agents for t in agent])
+    assert [w["number"] for w in python["words"]] == [expected.get(j) for j in range(len(python["words"]))]
+    # without a reader, explain gives no number records
+    assert "number" not in summarizer.explain(text, min_length=8)["words"][0]
+
+
+def test_explain_hands_the_number_reader_the_written_tokens_and_the_source_as_the_agents_read_it(tiny_run):
+    from agentsum import Summarizer
+
+    summarizer = Summarizer(tiny_run["checkpoint"], device="cpu")
+    text = "The fox chased a crow near the river. The owl watched a hare near the barn."
+    seen = []
+
+    def reader(summary, source):
+        seen.append((list(summary), list(source)))
+        return {1: {"supported": True, "occurrences": [0]}}
+
+    result = summarizer.explain(text, min_length=4, numbers=reader)
+    (doc,) = summarizer.prepare([text])
+    assert seen == [([w["token"] for w in result["words"]], [t for agent in doc.agents for t in agent])]
+    assert [w["number"] for w in result["words"][:3]] == [None, {"supported": True, "occurrences": [0]}, None]
