@@ -20,12 +20,16 @@ so the two parts of the probability of the word it wrote are known at every step
 * ``agent``: the agent of that position.
 
 For each summary sentence, ``source_sentences``: the source sentences holding the most of the
-summed cascaded attention of its words, largest first, until they hold half of it, at most three,
-returned in document order with their share. Choice: attention, not copy weights, because a
-sentence's generated words (verbs, function words) rest on the source too; summed over the
-sentence's words, because one word's attention is too narrow to name a sentence; half the mass, at
-most three, because a summary sentence usually fuses one to three source sentences and more would
-not help a reader check it.
+summed cascaded attention of its words, largest first, until they hold half of it, at most three;
+and, whatever their attention and beyond the three, the source sentence each of its copied numbers
+was copied from (the sentence holding the word's ``agent``/``index``); returned in document order
+with their share. Choice: attention, not copy weights, because a sentence's generated words (verbs,
+function words) rest on the source too; summed over the sentence's words, because one word's
+attention is too narrow to name a sentence; half the mass, at most three, because a summary
+sentence usually fuses one to three source sentences and more would not help a reader check it. A
+copied number is the exception: its few tokens hold little of the sentence's mass, yet the sentence
+it came from is the evidence a reader checks the figure against, and leaving it out would point
+them at sentences that do not state it.
 
 The numbers come from a teacher-forced pass over the written summary, which computes what the
 step-by-step search computed (the service's attention is checked against the search's records the
@@ -40,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from agentsum.data.batch import Batch
+from agentsum.data.numerals import is_numeral
 from agentsum.decoding.copying import cascaded_attention, padded_ids, teacher_forced
 
 __all__ = ["ProvenanceError", "provenance", "sentence_sources", "SENTENCE_MASS", "MAX_SENTENCES"]
@@ -106,10 +111,12 @@ def sentence_sources(words: Sequence[dict], sentences: Sequence[Sequence[str]], 
                      tokens_per_agent: int, agent_lengths: Sequence[int]) -> list[list[dict]]:
     """For each summary sentence (token lists whose lengths add up to ``len(words)``), its source
     sentences: ``{"agent", "line", "start", "end", "share"}`` (``line``: the sentence's number
-    within its agent; ``start``/``end``: token indices within the agent; ``share``: its part of
-    the summary sentence's summed attention), chosen as the module says, in document order.
-    ``source_lines``: per agent, the token indices that begin a sentence; ``agent_lengths``: the
-    agents' token counts; ``tokens_per_agent``: S of the batch the attention came from."""
+    within its agent, from 0; ``start``/``end``: token indices within the agent; ``share``: its part
+    of the summary sentence's summed attention), chosen as the module says, in document order.
+    ``words``: :func:`provenance`'s rows (``attention``; for a numeral token, also ``copied``,
+    ``agent`` and ``index``). ``source_lines``: per agent, the token indices that begin a sentence;
+    ``agent_lengths``: the agents' token counts; ``tokens_per_agent``: S of the batch the attention
+    came from."""
     spans = []  # (agent, line, start, end) of every source sentence
     for a, starts in enumerate(source_lines):
         bounds = [*starts, agent_lengths[a]]
@@ -124,13 +131,26 @@ def sentence_sources(words: Sequence[dict], sentences: Sequence[Sequence[str]], 
         mass = torch.stack([w["attention"] for w in words[start:end]]).sum(0).view(-1, tokens_per_agent)  # (A, S)
         totals = [float(mass[a, s:e].sum()) for a, _, s, e in spans]
         whole = sum(totals) or 1.0
-        chosen, held = [], 0.0
+        chosen, held = set(), 0.0
         for k in sorted(range(len(spans)), key=lambda k: -totals[k]):
             if held >= SENTENCE_MASS * whole * (1 - 1e-6) or len(chosen) == MAX_SENTENCES or totals[k] <= 0:
                 break
-            chosen.append(k)
+            chosen.add(k)
             held += totals[k]
+        chosen |= number_sentences(words[start:end], sentence, spans)
         out.append([{"agent": spans[k][0], "line": spans[k][1], "start": spans[k][2], "end": spans[k][3],
                      "share": round(totals[k] / whole, DIGITS)} for k in sorted(chosen)])
         start = end
     return out
+
+
+def number_sentences(words: Sequence[dict], tokens: Sequence[str], spans: Sequence[tuple[int, int, int, int]]
+                     ) -> set[int]:
+    """Which of ``spans`` (source sentences: agent, line, start, end) the copied numerals among
+    ``tokens`` were copied from (``words``: their provenance rows, aligned with ``tokens``)."""
+    found = set()
+    for token, word in zip(tokens, words):
+        if not is_numeral(token.lower()) or not word["copied"]:
+            continue
+        found.update(k for k, (a, _, s, e) in enumerate(spans) if a == word["agent"] and s <= word["index"] < e)
+    return found

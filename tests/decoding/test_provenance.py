@@ -123,6 +123,34 @@ def test_source_sentences_hold_half_the_summed_attention_at_most_three_in_docume
     assert len(chosen) == 3 and sum(c["share"] for c in chosen) == pytest.approx(3 / 7, abs=1e-3)
 
 
+def test_source_sentences_include_the_sentence_each_copied_number_came_from_whatever_its_attention():
+    S, lines, lengths = 8, [[0, 2, 4, 6], [0, 2, 4]], [8, 6]  # seven sentences of two tokens
+
+    def word(mass, copied=False, at=(0, 0)):
+        return {"attention": torch.tensor(mass), "copied": copied, "agent": at[0], "index": at[1]}
+
+    # the attention rests on agent 0's first sentence; "2.5" was copied from agent 1's third
+    # sentence (index 5), which holds almost none of it; "7" is generated (not copied) while drawing
+    # on agent 1's first sentence, and "fox" is copied but no number
+    focused = [1.0, 1.0] + [0.0] * 6 + [0.0] * 5 + [0.01] + [0.0] * 2
+    words = [word(focused), word(focused, True, (1, 5)), word(focused, False, (1, 0)), word(focused, True, (0, 6))]
+    (chosen,) = sentence_sources(words, [["rose", "2.5", "7", "fox"]], lines, S, lengths)
+    assert [(c["agent"], c["line"]) for c in chosen] == [(0, 0), (1, 2)]
+    assert chosen[1]["share"] < 0.01 and chosen[1]["start"] == 4 and chosen[1]["end"] == 6
+    # without the number, the mass rule alone
+    words[1]["copied"] = False
+    assert [(c["agent"], c["line"]) for c in sentence_sources(words, [["rose", "2.5", "7", "fox"]], lines, S,
+                                                                lengths)[0]] == [(0, 0)]
+    # beyond the three the mass rule allows: three sentences by attention and the number's fourth,
+    # in document order
+    even = [1.0] * 8 + [1.0] * 6 + [0.0] * 2
+    words = [word(even), word(even, True, (1, 5))]
+    (chosen,) = sentence_sources(words, [["in", "1,000"]], lines, S, lengths)
+    by_mass = sentence_sources([word(even), word(even)], [["in", "1,000"]], lines, S, lengths)[0]
+    assert [(c["agent"], c["line"]) for c in by_mass] == [(0, 0), (0, 1), (0, 2)]  # ties: document order
+    assert [(c["agent"], c["line"]) for c in chosen] == [(0, 0), (0, 1), (0, 2), (1, 2)]
+
+
 def test_explain_gives_every_written_word_its_provenance(tiny_run):
     from agentsum import Summarizer
 
