@@ -18,6 +18,7 @@ from agentsum.data.corpus import Example
 from agentsum.data.dataset import Document
 from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
+from agentsum.evaluation.claims import ClaimCounts, SourceClaims, claim_figures, claim_scores, document_claims
 from agentsum.evaluation.numbers import (NumberCounts, document_numbers, document_row, number_figures,
                                         number_scores)
 from agentsum.evaluation.repetition import repetition_scores
@@ -49,10 +50,12 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
     :class:`~agentsum.data.language.TextProcessor`) what a reader notices and ROUGE does not: the
     share of summaries that repeat a content word within three tokens (``doubled``) or name one person
     twice (``x_and_x``), in percent, and, given the ``sources`` (the articles as written), the numbers
-    figures (``numbers_supported``, ``numbers_recall``, ...: :func:`~agentsum.evaluation.numbers.number_scores`).
+    figures (``numbers_supported``, ``numbers_recall``, ...: :func:`~agentsum.evaluation.numbers.number_scores`)
+    and the claim figures (``period_agreement``, ``numbers_in_context``, ``direction_agreement``,
+    ``malformed_figures``, ...: :func:`~agentsum.evaluation.claims.claim_scores`).
 
     Returns (scores for scores.json, one dict per document for predictions.jsonl: the per-document
-    numbers figures, or empty dicts)."""
+    numbers and claim figures, or empty dicts)."""
     scores = rouge_for(language, predictions, references)
     per_document: list[dict] = [{} for _ in predictions]
     if language.language == "en":
@@ -60,6 +63,9 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
         if sources is not None:
             figures, per_document = number_scores(predictions, references, sources)
             scores.update(figures)
+            figures, claim_rows = claim_scores(predictions, sources, references)
+            scores.update(figures)
+            per_document = [{**row, **claims} for row, claims in zip(per_document, claim_rows)]
     return scores, per_document
 
 
@@ -100,6 +106,7 @@ def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_
     result = Evaluation()
     pending: list[Example] = []
     numbers = NumberCounts()
+    claims = ClaimCounts()
 
     def decode() -> None:
         prepared = summarizer.prepare_examples(pending, keep_text=False)  # one per example, in order
@@ -111,8 +118,11 @@ def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_
             result.ids.append(d.id)
             if english:
                 counts, unsupported = document_numbers(result.predictions[-1], d.reference, example.article)
-                result.per_document.append(document_row(counts, unsupported))
+                claim_counts, claim_row = document_claims(result.predictions[-1], SourceClaims.from_text(example.article),
+                                                          d.reference)
+                result.per_document.append({**document_row(counts, unsupported), **claim_row})
                 numbers.add(counts)
+                claims.add(claim_counts)
             else:
                 result.per_document.append({})
         pending.clear()
@@ -129,6 +139,7 @@ def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_
     result.scores, _ = score_summaries(language, result.predictions, result.references)
     if english:
         result.scores.update(number_figures(numbers))
+        result.scores.update(claim_figures(claims))
     result.scores.update(seconds=seconds, documents_per_s=len(result.predictions) / max(seconds, 1e-9),
                          **_search_fields(search_config))
     return result

@@ -195,7 +195,7 @@ def test_evaluate_writes_the_numbers_figures_to_scores_and_predictions(summarize
     # the figures are those of the whole articles, as written, whatever the model said
     expected_scores, expected_rows = number_scores(result.predictions, result.references, ARTICLES)
     assert {k: result.scores[k] for k in expected_scores} == expected_scores
-    assert result.per_document == expected_rows
+    assert [{k: row[k] for k in expected} for row, expected in zip(result.per_document, expected_rows)] == expected_rows
     write_results(tmp_path, result.predictions, result.references, result.ids, result.scores, result.per_document)
     scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
