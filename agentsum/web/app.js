@@ -3,6 +3,8 @@
 "use strict";
 
 (function () {
+  // Agents, their lines and token positions are counted from 0 on the page, as in the API's JSON
+  // (docs/provenance.md), so that "agent 3, line 7" names the same sentence in both.
   // Okabe-Ito palette: distinguishable with the common colour-vision deficiencies.
   const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#7f6a1a", "#555555"];
   const MAX_FILE_BYTES = 1000000;
@@ -312,14 +314,14 @@
     agents.forEach((tokens, a) => {
       const item = el("li");
       item.style.setProperty("--agent-color", colour(a));
-      item.append(el("span", "dot"), document.createTextNode(`Agent ${a + 1}`));
+      item.append(el("span", "dot"), document.createTextNode(`Agent ${a}`));
       legend.appendChild(item);
 
       const band = el("section", "agent-band");
       band.dataset.agent = String(a);
       band.style.setProperty("--agent-color", colour(a));
-      band.setAttribute("aria-label", `Agent ${a + 1} source text`);
-      const head = el("h3", null, `Agent ${a + 1} `);
+      band.setAttribute("aria-label", `Agent ${a} source text`);
+      const head = el("h3", null, `Agent ${a} `);
       head.appendChild(el("span", "muted", `· ${tokens.length} tokens`));
       band.appendChild(head);
       const p = el("p");
@@ -401,7 +403,7 @@
         const g = attn.per_token[j].agent;
         const top = g.indexOf(Math.max(...g));
         s.style.setProperty("--tok-color", rgba(colour(top), 0.75));
-        s.setAttribute("aria-label", `${tok}: mostly agent ${top + 1}`);
+        s.setAttribute("aria-label", `${tok}: mostly agent ${top}`);
         const number = origin && origin.words[j] ? origin.words[j].number : null;
         if (number) {  // a number: in the text (a link to where) or not
           s.classList.add("num", number.supported ? "num-ok" : "num-missing");
@@ -411,18 +413,18 @@
         return s;
       }, null, true);
       block.appendChild(p);
-      block.appendChild(agentBar(sent.agent, k));
+      block.appendChild(agentBar(sent.agent));
       box.appendChild(block);
     });
   }
 
-  function agentBar(weights, k) {
+  function agentBar(weights) {
     const wrap = el("div", "agent-share");
     const bar = el("div", "agent-bar");
     const total = weights.reduce((x, y) => x + y, 0) || 1;
-    const parts = weights.map((w, a) => `agent ${a + 1} ${pct(w / total)}`);
+    const parts = weights.map((w, a) => `agent ${a} ${pct(w / total)}`);
     bar.setAttribute("role", "img");
-    bar.setAttribute("aria-label", `Sentence ${k + 1} attention: ${parts.join(", ")}`);
+    bar.setAttribute("aria-label", `The sentence's attention: ${parts.join(", ")}`);
     weights.forEach((w, a) => {
       const share = w / total;
       const seg = el("span", "agent-seg");
@@ -430,7 +432,7 @@
       seg.style.setProperty("width", `${(share * 100).toFixed(2)}%`);
       seg.style.setProperty("background-color", colour(a));
       seg.style.setProperty("color", textColourOn(colour(a)));
-      seg.title = `Agent ${a + 1}: ${pct(share)}`;
+      seg.title = `Agent ${a}: ${pct(share)}`;
       if (share >= 0.12) seg.textContent = pct(share);
       bar.appendChild(seg);
     });
@@ -509,8 +511,8 @@
     sources.forEach((s) => { for (let i = s.start; i < s.end; i++) positions.push([s.agent, i]); });
     mark(positions, "sent-hl");
     const detail = $("#attn-detail");
-    detail.replaceChildren(el("strong", null, `Sentence ${k + 1}`), document.createTextNode(sources.length
-      ? ` rests on ${sources.map((s) => `agent ${s.agent + 1}, line ${s.line + 1} (${pct(s.share)})`).join("; ")}.`
+    detail.replaceChildren(el("strong", null, "This sentence"), document.createTextNode(sources.length
+      ? ` rests on ${sources.map((s) => `agent ${s.agent}, line ${s.line} (${pct(s.share)})`).join("; ")}.`
       : " rests on no source sentence in particular."));
   }
 
@@ -542,7 +544,7 @@
     detail.replaceChildren();
     const head = el("div");
     head.append(el("strong", null, `“${word}”`),
-      document.createTextNode(` · agents: ${step.agent.map((g, a) => `${a + 1}: ${pct(g)}`).join(", ")}`));
+      document.createTextNode(` · agents: ${step.agent.map((g, a) => `${a}: ${pct(g)}`).join(", ")}`));
     detail.appendChild(head);
     const chips = el("div", "chips");
     step.source.forEach((e) => {
@@ -550,7 +552,7 @@
       chip.style.setProperty("--agent-color", colour(e.agent));
       const written = ((state.result.attention.source_words || [])[e.agent] || [])[e.index] || e.word;
       chip.append(el("span", "dot"), document.createTextNode(`${written} · ${(e.weight * 100).toFixed(1)}%`));
-      chip.title = `agent ${e.agent + 1}, token ${e.index + 1}`;
+      chip.title = `agent ${e.agent}, token ${e.index}`;
       chips.appendChild(chip);
     });
     detail.appendChild(chips);

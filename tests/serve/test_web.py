@@ -468,7 +468,7 @@ def test_a_long_source_folds_and_a_click_on_a_sentence_or_number_opens_where_it_
     assert [b["folded"] for b in bands] == [True, False, True] and bands[1]["shown"] == 300
     assert bands[1]["toggle"] == "Fold"
     assert "selected" in driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")[0].get_attribute("class")
-    assert "agent 2, line 8 (60%)" in driver.find_element(By.ID, "attn-detail").text
+    assert "agent 1, line 7 (60%)" in driver.find_element(By.ID, "attn-detail").text  # as in the JSON
     ARTIFACTS.mkdir(exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / "web_page_long.png"))
 
@@ -486,6 +486,38 @@ def test_a_long_source_folds_and_a_click_on_a_sentence_or_number_opens_where_it_
     assert driver.execute_script(MARKED, "sent-hl") == [[0, i, True] for i in range(10)]
     driver.find_elements(By.CSS_SELECTOR, "#source .fold-toggle")[1].click()
     assert driver.execute_script(BANDS)[1] == {"folded": True, "shown": 20, "toggle": "Show 28 more lines"}
+
+
+def test_agents_lines_and_tokens_count_from_0_on_the_page_as_in_the_json(server, driver):
+    """The page names agents, lines and token positions by the numbers the JSON gives them (from 0):
+    the legend, the sections, the bar's segments, a word's source chips and a sentence's source
+    sentences."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    answer = _long_answer()
+    step = answer["summaries"][0]["attention"]["per_token"][0]
+    step["source"] = [{"agent": 2, "index": 15, "word": "a2s1w5", "weight": 0.9}]
+    _show_canned(server, driver, answer)
+    assert [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#legend li")] == ["Agent 0", "Agent 1", "Agent 2"]
+    heads = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "#source .agent-band h3")]
+    assert [h.split(" ·")[0] for h in heads] == ["AGENT 0", "AGENT 1", "AGENT 2"]  # upper-cased by the style
+    segments = driver.find_elements(By.CSS_SELECTOR, "#summary .agent-bar")[0].find_elements(By.CSS_SELECTOR,
+                                                                                               ".agent-seg")
+    assert [s.get_attribute("title") for s in segments] == ["Agent 0: 20%", "Agent 1: 50%", "Agent 2: 30%"]
+    assert "counted from 0" in driver.find_element(By.ID, "counting").text
+    # the first word's source chip names agent 2, token 15: the JSON's agent and index
+    ActionChains(driver).move_to_element(driver.find_elements(By.CSS_SELECTOR, "#summary .tok")[0]).perform()
+    chip = driver.find_element(By.CSS_SELECTOR, "#attn-detail .chip")
+    assert chip.get_attribute("title") == "agent 2, token 15"
+    assert "agents: 0: 20%, 1: 50%, 2: 30%" in driver.find_element(By.ID, "attn-detail").text
+    assert driver.execute_script(MARKED, "highlight") == [[2, 15, True]]
+    # the first sentence's source sentence is agent 1's line 7 in the JSON, and on the page
+    (source,) = answer["summaries"][0]["provenance"]["sentences"][0]["source_sentences"]
+    driver.find_elements(By.CSS_SELECTOR, "#summary .sentence")[0].click()
+    assert driver.find_element(By.ID, "attn-detail").text == \
+        f"This sentence rests on agent {source['agent']}, line {source['line']} (60%)."
+    assert driver.execute_script(MARKED, "sent-hl")[0] == [source["agent"], source["start"], True]
 
 
 def test_the_agent_legend_of_a_call_with_many_agents_wraps_inside_its_panel(server, driver):
