@@ -8,6 +8,21 @@ a currency sign before, a scale word and a unit after, ``1,000`` = ``1000``, ``$
 a number of the source, and its **occurrences** are the source token positions of the numerals
 stating a matching number. Numbers written in words (``twenty``) are left unmarked: a reader sees
 them as words, and the summary-level figures count them.
+
+Each number also says what it is claimed for (:mod:`agentsum.evaluation.claims`): its ``metric``
+(the nearest metric phrase before it in its summary sentence, or None) and its ``claim``, one of
+three marks a reader checks first:
+
+* ``in_context``: in the source, stated for this metric: a source sentence holds the number and
+  the metric (``context_occurrences``: the number's positions in those sentences). A number with
+  no metric before it that the source holds is ``in_context`` with ``metric`` None: it is in the
+  source, and nothing more is claimed;
+* ``elsewhere``: in the source, but never beside this metric (stated for something else), or given
+  as an analysts' estimate;
+* ``absent``: not in the source.
+
+Sentences are read from the token lists: a summary sentence ends at ``.``, ``!`` or ``?``, and so
+does a source sentence.
 """
 
 from __future__ import annotations
@@ -15,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentsum.data.numerals import is_numeral
+from agentsum.data.text import SENTENCE_END
+from agentsum.evaluation.claims import SourceClaims, sentence_claims
 from agentsum.evaluation.numbers import CURRENCY_SIGNS, Number, matches, read_numbers
 
 __all__ = ["numbers_at", "number_links"]
@@ -33,10 +50,26 @@ def numbers_at(tokens: Sequence[str], i: int) -> list[Number]:
     return [n for n in found if n.text == found[0].text] if found else []
 
 
+def _sentence_starts(tokens: Sequence[str]) -> list[int]:
+    """The index where each sentence of ``tokens`` starts (a sentence ends at . ! or ?)."""
+    starts = [0]
+    for i, token in enumerate(tokens[:-1]):
+        if token in SENTENCE_END:
+            starts.append(i + 1)
+    return starts
+
+
+def _split(tokens: Sequence[str]) -> tuple[list[int], list[list[str]]]:
+    starts = _sentence_starts(tokens)
+    bounds = [*starts, len(tokens)]
+    return starts, [[t.lower() for t in tokens[s:e]] for s, e in zip(bounds, bounds[1:])]
+
+
 def number_links(summary: Sequence[str], source: Sequence[str]) -> dict[int, dict]:
     """For every numeral token of ``summary`` (by position): ``{"supported": bool, "occurrences":
-    [source token positions]}``. Both are token lists (the model's tokens and the source as the agents
-    read it, in order)."""
+    [source token positions], "claim": "in_context" | "elsewhere" | "absent", "metric": str | None,
+    "context_occurrences": [source token positions]}``. Both are token lists (the model's tokens and
+    the source as the agents read it, in order)."""
     stated = [(p, numbers_at(source, p)) for p, token in enumerate(source) if is_numeral(token.lower())]
     links = {}
     for j, token in enumerate(summary):
@@ -47,5 +80,32 @@ def number_links(summary: Sequence[str], source: Sequence[str]) -> dict[int, dic
             continue
         occurrences = [p for p, there in stated if any(matches(n, m) for n in numbers for m in there)]
         supported = all(any(matches(n, m) for _, there in stated for m in there) for n in numbers)
-        links[j] = {"supported": supported, "occurrences": occurrences}
+        links[j] = {"supported": supported, "occurrences": occurrences, "claim": "in_context" if supported else "absent",
+                    "metric": None, "context_occurrences": occurrences if supported else []}
+    if links:
+        _add_claims(links, summary, source)
     return links
+
+
+def _add_claims(links: dict[int, dict], summary: Sequence[str], source: Sequence[str]) -> None:
+    """Each linked number's ``claim``, ``metric`` and ``context_occurrences`` from its summary
+    sentence's claims (numbers that are not claims, a year or a one-digit count, keep what
+    :func:`number_links` set from ``supported``)."""
+    source_starts, source_sentences = _split(source)
+    claims_source = SourceClaims(source_sentences)
+    summary_starts, summary_sentences = _split(summary)
+    for start, sentence in zip(summary_starts, summary_sentences):
+        for claim in sentence_claims(sentence, claims_source):
+            link = links.get(start + claim.at)
+            if link is None:
+                continue
+            if claim.status in ("in_context", "no_metric") and claim.in_source:
+                mark = "in_context"
+            else:
+                mark = "elsewhere" if claim.in_source else "absent"
+            context = []
+            if mark == "in_context":
+                numbers = numbers_at(summary, start + claim.at)
+                context = sorted({source_starts[k] + at for n in numbers for k, at in claims_source.holding(n)
+                                  if k in claim.sentences})
+            link.update(claim=mark, metric=claim.metric, context_occurrences=context)

@@ -24,7 +24,8 @@ def test_numbers_written_otherwise_link_to_where_the_source_states_them():
 
 def test_a_number_the_source_does_not_state_is_unsupported():
     links = _links("EPS was $1.10, and revenue $452.2 billion.")
-    assert links["1.10"] == {"supported": False, "occurrences": [], "words": []}
+    assert links["1.10"] == {"supported": False, "occurrences": [], "words": [], "claim": "absent", "metric": "eps",
+                             "context_occurrences": []}
     assert not links["452.2"]["supported"]  # the source says million: the scale is part of the number
 
 
@@ -36,3 +37,34 @@ def test_a_range_is_supported_when_both_ends_are():
 
 def test_words_without_numerals_are_not_marked():
     assert number_links(tokenize("Revenue rose in the third quarter, twenty stores."), SOURCE) == {}
+
+
+CALL = tokenize("Sales decreased 28% to $403.6 million in the second quarter. Net debt was $112.1 million. "
+                "Analysts had expected $409.4 million. We expect 2022 sales of $1.9 billion.")
+
+
+def _claims(summary: str) -> dict[str, dict]:
+    tokens = tokenize(summary)
+    return {tokens[j]: link for j, link in number_links(tokens, CALL).items()}
+
+
+def test_each_number_is_marked_in_context_elsewhere_or_absent():
+    links = _claims("Q2 sales fell 28% to $403.6 million. Sees fy sales $112.1 million. Q2 eps $0.31.")
+    assert links["403.6"]["claim"] == "in_context" and links["403.6"]["metric"] == "revenue"
+    assert links["403.6"]["context_occurrences"] == [CALL.index("403.6")]  # the sales sentence
+    assert links["112.1"]["claim"] == "elsewhere" and links["112.1"]["metric"] == "revenue"  # net debt
+    assert links["112.1"]["occurrences"] == [CALL.index("112.1")] and links["112.1"]["context_occurrences"] == []
+    assert links["0.31"]["claim"] == "absent" and links["0.31"]["metric"] == "eps"
+
+
+def test_a_number_without_metric_in_the_source_is_in_context_and_an_estimate_is_elsewhere():
+    tokens = tokenize("The company has $112.1 million. Q2 sales $403.6 million versus refinitiv ibes estimate of "
+                      "$403.6 million.")
+    marks = number_links(tokens, CALL)
+    bare = marks[tokens.index("112.1")]
+    assert (bare["claim"], bare["metric"]) == ("in_context", None)
+    sales, estimate = (marks[j] for j, t in enumerate(tokens) if t == "403.6")
+    assert (sales["claim"], estimate["claim"]) == ("in_context", "elsewhere")
+    # a year is not a claim: it keeps the mark its support gives it
+    years = _claims("Sees 2022 sales $1.9 billion.")
+    assert years["2022"]["claim"] == "in_context" and years["2022"]["metric"] is None
