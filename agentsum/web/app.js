@@ -55,8 +55,56 @@
     if (text !== undefined) node.textContent = text;
     return node;
   };
-  const colour = (a) => PALETTE[a % PALETTE.length];
+  // An agent's colour: the palette's for the first 8; after them (a call has up to 21 agents), each
+  // further colour is the candidate farthest in CIELAB from every colour already given, so no two
+  // agents share one (the first 21 stay at least as far apart as the palette's closest pair, dE 26).
+  // Past the palette they are not chosen for colour-vision deficiencies: the legend's names tell
+  // agents apart there.
+  const colours = PALETTE.slice();
+  const colour = (a) => {
+    while (colours.length <= a) colours.push(farthestColour(colours));
+    return colours[a];
+  };
   const pct = (x) => `${Math.round(x * 100)}%`;
+
+  // Candidates for agents past the palette: hues every 15 degrees at four lightnesses, saturation 70%,
+  // neither so dark nor so light that a word's underline or a bar's label is lost.
+  const CANDIDATES = [0.3, 0.42, 0.54, 0.66].flatMap((l) => Array.from({ length: 24 }, (_, k) => hslHex(k * 15, 0.7, l)));
+
+  function hslHex(hue, sat, light) {
+    const c = (1 - Math.abs(2 * light - 1)) * sat;
+    const x = c * (1 - Math.abs(((hue / 60) % 2) - 1));
+    const m = light - c / 2;
+    const [r, g, b] = hue < 60 ? [c, x, 0] : hue < 120 ? [x, c, 0] : hue < 180 ? [0, c, x]
+      : hue < 240 ? [0, x, c] : hue < 300 ? [x, 0, c] : [c, 0, x];
+    return "#" + [r, g, b].map((v) => Math.round((v + m) * 255).toString(16).padStart(2, "0")).join("");
+  }
+
+  // CIELAB (D65) of a #rrggbb colour: distances there follow how different colours look.
+  function lab(hex) {
+    const n = parseInt(hex.slice(1), 16);
+    const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255].map((v) => {
+      const c = v / 255;
+      return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    const f = (t) => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116);
+    const x = f((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047);
+    const y = f(0.2126 * r + 0.7152 * g + 0.0722 * b);
+    const z = f((0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883);
+    return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
+  }
+
+  function farthestColour(given) {
+    const taken = given.map(lab);
+    let best = null;
+    let bestDistance = -1;
+    CANDIDATES.forEach((hex) => {
+      const p = lab(hex);
+      const nearest = Math.min(...taken.map((q) => Math.hypot(p[0] - q[0], p[1] - q[1], p[2] - q[2])));
+      if (nearest > bestDistance) { best = hex; bestDistance = nearest; }
+    });
+    return best;
+  }
 
   function rgba(hex, alpha) {
     const n = parseInt(hex.slice(1), 16);

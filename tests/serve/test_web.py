@@ -538,6 +538,50 @@ def test_the_agent_legend_of_a_call_with_many_agents_wraps_inside_its_panel(serv
     assert layout["rows"] > 1 and layout["tallest"] < 30, layout
 
 
+#: The page's first eight agent colours (Okabe-Ito, agentsum/web/app.js).
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#7f6a1a", "#555555"]
+
+
+def _lab(rgb: tuple[int, int, int]) -> tuple[float, float, float]:
+    """CIELAB (D65) of an sRGB colour."""
+    def linear(v):
+        c = v / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = map(linear, rgb)
+    def f(t):
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    x = f((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047)
+    y = f(0.2126 * r + 0.7152 * g + 0.0722 * b)
+    z = f((0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    return 116 * y - 16, 500 * (x - y), 200 * (y - z)
+
+
+def test_agents_past_eight_keep_colours_of_their_own(server, driver):
+    """21 agents: the first 8 have the Okabe-Ito colours, and all 21 differ, each pair at least 20
+    apart in CIELAB (dE76; a colour 10 apart is already told apart side by side); the sections and
+    the sentence bar's segments use the legend's colours."""
+    import itertools
+    import math
+
+    _show_canned(server, driver, _long_answer(agents=21))
+    legend = driver.execute_script(
+        "return [...document.querySelectorAll('#legend li')].map((li) => li.style.getPropertyValue('--agent-color'));")
+    bands = driver.execute_script("return [...document.querySelectorAll('#source .agent-band')].map("
+                                  "(b) => b.style.getPropertyValue('--agent-color'));")
+    bar = driver.execute_script("return [...document.querySelector('#summary .agent-bar').querySelectorAll("
+                                "'.agent-seg')].map((s) => getComputedStyle(s).backgroundColor);")
+    assert len(legend) == len(bands) == len(bar) == 21 and bands == legend
+    assert [c.lower() for c in legend[:8]] == [c.lower() for c in OKABE_ITO]
+    rgb = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in legend]
+    assert bar == [f"rgb({r}, {g}, {b})" for r, g, b in rgb]
+    closest = min(math.dist(_lab(p), _lab(q)) for p, q in itertools.combinations(rgb, 2))
+    assert closest >= 20, closest
+    # agent 8, the first past the palette, is not agent 0's colour again (it was, with PALETTE[a % 8])
+    assert legend[8].lower() != legend[0].lower()
+
+
 def test_the_servers_warning_about_a_long_text_is_shown_and_goes_with_the_summary(server, driver):
     """A summary's `warnings` (a text far longer than the model reads) is shown under the form; the
     next summary, without one, takes it off the screen."""
