@@ -7,6 +7,8 @@ Endpoints (JSON; errors are ``{"error": message}``, validation errors add ``erro
 * ``GET /v1/model``: configuration, vocabulary size, training step, the validation score the checkpoint
   was selected by (named for what it is: :func:`describe_selection`), parameter count, the device the
   model runs on, limits and batching counters.
+* ``GET /v1/example``: the example text the page's "Try an example" loads, of the kind the model was
+  trained on (a news story, a chat or an earnings call: :func:`agentsum.serve.page.example_kind`).
 * ``GET /health``: ``{"status": "ok"}``.
 * ``GET /openapi.json``: the OpenAPI schema. ``/docs`` is a plain offline page listing the endpoints
   (:mod:`agentsum.serve.page`).
@@ -48,7 +50,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agentsum.data.dataset import NO_WORDS, has_words
 from agentsum.serve.batcher import Batcher, Busy
 from agentsum.serve.model import ServedModel
-from agentsum.serve.page import add_page
+from agentsum.serve.page import add_page, example_kind, example_text
 from agentsum.serve.schemas import (ERROR_RESPONSES, MAX_BEAM, MAX_LENGTH, RequestError, SummarizeRequest,
                                     SummarizeResponse)
 from agentsum.devices import use_tf32
@@ -344,6 +346,13 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             result["warnings"] = [notice] if notice is not None else []
         return {"summaries": results, "model": model_ref,
                 "elapsed_ms": round((time.perf_counter() - started) * 1000, 2)}
+
+    kind = example_kind(served.config, served.path)
+    example = {"kind": kind, "text": example_text(kind)}
+
+    @app.get("/v1/example", summary="An example text of the kind the model summarizes (news, dialogue or call)")
+    async def example_for_the_model() -> dict:
+        return example
 
     @app.get("/health", summary="Liveness check")
     async def health() -> dict:

@@ -24,29 +24,13 @@
   const FOLD_TOKENS = 800;
   const FOLD_LINES = 2;
   const PLACEHOLDER_PART = /^[\p{L}\p{N}_:.\-]+$/u;
-  const EXAMPLE = [
-    "The city council voted on Tuesday to turn the old railway bridge into a park for walkers and cyclists.",
-    "The bridge, built in 1901, has been closed to trains for more than twenty years.",
-    "Supporters said the park would bring visitors to the river and help local shops.",
-    "Opponents worried about the cost, which the council puts at 12 million dollars.",
-    "Work is expected to start next spring and to take about two years.",
-    "The mayor said the project would be paid for partly by a state grant and partly by private donors.",
-  ].join(" ");
-  const EXAMPLE_DIALOGUE = [
-    "Hannah: Hey, do you have Betty's number?",
-    "Amanda: Lemme check",
-    "Amanda: Sorry, can't find it.",
-    "Amanda: Ask Larry, he called her last time we were at the park together",
-    "Hannah: I don't know him well",
-    "Amanda: Don't be shy, he's very nice",
-    "Hannah: If you say so.. I'd rather you texted him",
-    "Amanda: Just text him 🙂",
-    "Hannah: Urgh.. Alright. Bye!",
-  ].join("\n");
+  // What the text box asks for, by the kind of text the model was trained on (/v1/example's kind).
   const PLACEHOLDER = {
     news: "Paste a news article here, or upload a .txt file below…",
     dialogue: "Paste a chat here, one message per line as Name: text, or upload a .txt file below…",
+    call: "Paste an earnings call transcript here, or upload a .txt file below…",
   };
+  const LABEL = { news: "Paste an article", dialogue: "Paste a chat", call: "Paste a call transcript" };
 
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, cls, text) => {
@@ -188,21 +172,25 @@
   // screen is shown; latestCall: the latest summary request's number (the button waits for it)
   // bands: per agent, its section and folded part (see renderSource)
   const state = { result: null, sourceSpans: [], activeTok: null, defaults: null, language: "en", dialogue: false,
-    request: 0, latestCall: 0, provenance: false, bands: [] };
+    request: 0, latestCall: 0, provenance: false, bands: [], example: null };
 
   // ---- model information ------------------------------------------------------------------
   async function loadModel() {
     const info = $("#model-info");
     try {
-      const r = await fetch("/v1/model");
+      // the model and the example of its kind of text together, so that both are there once the
+      // header names the model
+      const [r, e] = await Promise.all([fetch("/v1/model"), fetch("/v1/example")]);
       if (!r.ok) throw new Error(`HTTP ${r.status}`);
       const m = await r.json();
+      state.example = e.ok ? await e.json() : null;
       state.defaults = m.search_defaults;
       state.language = m.language || "en";
       state.dialogue = Boolean(m.dialogue);
       state.provenance = Boolean(m.provenance);  // the model can say where its words came from
-      $("#article").placeholder = state.dialogue ? PLACEHOLDER.dialogue : PLACEHOLDER.news;
-      $('label[for="article"]').textContent = state.dialogue ? "Paste a chat" : "Paste an article";
+      const kind = state.example ? state.example.kind : state.dialogue ? "dialogue" : "news";
+      $("#article").placeholder = PLACEHOLDER[kind] || PLACEHOLDER.news;
+      $('label[for="article"]').textContent = LABEL[kind] || LABEL.news;
       $("#summary").lang = $("#source").lang = state.language === "zh" ? "zh" : "en";
       // The score the checkpoint was selected by during training, named by the server for what it is
       // (greedy ROUGE-L on a validation sample, or validation NLL): not a test score.
@@ -612,7 +600,11 @@
     $("#article").addEventListener("input", updateCount);
     $("#file").addEventListener("change", (e) => readFile(e.target.files[0]));
     $("#example").addEventListener("click", () => {
-      $("#article").value = state.dialogue ? EXAMPLE_DIALOGUE : EXAMPLE;
+      if (!state.example) {
+        showError("No example is available: the server did not send one.");
+        return;
+      }
+      $("#article").value = state.example.text;  // of the kind the model was trained on (/v1/example)
       updateCount();
       clearResults();
       summarize();  // the example's own summary, never the previous text's beside it

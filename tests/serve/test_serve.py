@@ -563,3 +563,53 @@ def test_provenance_from_a_model_without_a_copy_mechanism_is_a_422_naming_the_op
         r = c.post("/v1/summarize", json={"text": articles(1)[0], "provenance": True})
         assert r.status_code == 422 and r.json()["error"].startswith("provenance: this checkpoint writes every word")
         assert c.post("/v1/summarize", json={"text": articles(1)[0]}).status_code == 200
+
+
+# ------------------------------------------------------------------------------------------
+# The page's example
+# ------------------------------------------------------------------------------------------
+
+
+def test_the_example_is_a_call_for_the_calls_model_a_chat_for_the_dialogue_model_else_news(tiny_run):
+    """GET /v1/example (what "Try an example" loads) gives a text of the kind the served model was
+    trained on: the shipped calls model gets an earnings call with revenue, EPS, margin and guidance."""
+    from fastapi.testclient import TestClient
+
+    from agentsum.checkpoint import default_checkpoint, shipped_path
+    from agentsum.serve.app import create_app
+    from agentsum.serve.page import WEB_DIR
+
+    with TestClient(create_app(tiny_run["checkpoint"], batch_wait_ms=0, device="cpu")) as c:
+        news = c.get("/v1/example").json()
+    assert news == {"kind": "news", "text": (WEB_DIR / "example-news.txt").read_text().strip()}
+    with TestClient(create_app(default_checkpoint(), batch_wait_ms=0, device="cpu")) as c:
+        chat = c.get("/v1/example").json()
+    assert chat["kind"] == "dialogue" and all(": " in line for line in chat["text"].split("\n"))
+    if not shipped_path("calls").exists():
+        pytest.skip("the calls model is not in this installation")
+    with TestClient(create_app(shipped_path("calls"), batch_wait_ms=0, device="cpu")) as c:
+        call = c.get("/v1/example").json()
+        assert c.get("/v1/model").json()["checkpoint"] == "ectsum-en.pt"
+        r = c.post("/v1/summarize", json={"text": call["text"], "beam_size": 1, "min_length": 5, "max_length": 25})
+    assert call["kind"] == "call" and call != news
+    lines = call["text"].split("\n")
+    assert len(lines) >= 15 and not any(line.startswith(("Amanda", "The city")) for line in lines)
+    text = call["text"].lower()
+    for figure in ("revenue", "earnings per share", "margin", "expect", "quarter", "$", "%"):
+        assert figure in text, figure
+    assert r.status_code == 200 and r.json()["summaries"][0]["tokens"]
+
+
+def test_a_model_trained_on_the_calls_corpus_gets_the_call_wherever_its_file_lies(tiny_run, tmp_path):
+    import dataclasses
+
+    from agentsum.checkpoint import read_checkpoint
+    from agentsum.config import Config
+    from agentsum.serve.page import example_kind
+
+    config = Config.from_dict(read_checkpoint(tiny_run["checkpoint"])["config"])
+    assert example_kind(config, tiny_run["checkpoint"]) == "news"
+    ectsum = dataclasses.replace(config, data=dataclasses.replace(config.data, train=DataSource("data/ECTSum/train.jsonl")))
+    assert example_kind(ectsum, tmp_path / "runs" / "best.pt") == "call"
+    dialogue = dataclasses.replace(ectsum, data=dataclasses.replace(ectsum.data, dialogue=True))
+    assert example_kind(dialogue, tmp_path / "best.pt") == "dialogue"

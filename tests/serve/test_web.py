@@ -9,6 +9,7 @@ test-artifacts/web_page.png.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -276,6 +277,30 @@ def test_try_an_example_summarizes_the_example(server, driver):
     assert driver.find_element(By.ID, "summarize").is_enabled()
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, f"browser console errors: {severe}"
+
+
+def test_the_page_asks_for_the_kind_of_text_the_server_names_and_its_example_is_the_servers(server, driver):
+    """The text box's label and placeholder follow /v1/example's kind (here made a call, as the calls
+    model's is), and "Try an example" loads the server's example text."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    call = {"kind": "call", "text": "Revenue for the quarter was $412.6 million, up 9%.\nWe expect EPS of $4.45."}
+    script = ("const fetchFromServer = window.fetch; window.fetch = (url, options) => url === '/v1/example' ? "
+              f"Promise.resolve(new Response(JSON.stringify({json.dumps(call)}), "
+              "{headers: {'Content-Type': 'application/json'}})) : fetchFromServer(url, options);")
+    added = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+    try:
+        wait = WebDriverWait(driver, 30)
+        driver.get(server + "/")
+        wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+        assert driver.find_element(By.CSS_SELECTOR, 'label[for="article"]').text == "Paste a call transcript"
+        assert "earnings call" in driver.find_element(By.ID, "article").get_attribute("placeholder")
+        driver.find_element(By.ID, "example").click()
+        assert driver.find_element(By.ID, "article").get_property("value") == call["text"]
+        wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": added["identifier"]})
 
 
 def _canned_answer(sentences: list[list[str]], source_words: list[str]) -> dict:
