@@ -3,18 +3,26 @@
 ``benchmarks/studies/claim_study.sh`` leaves, for every run ``CORPUS-READING-sSEED``, a directory under
 ``benchmarks/results/CORPUS/claim/`` with the run's ``metrics.jsonl`` (training and validation
 records), ``cpu.jsonl`` (the CPU clock that stopped it; absent for a run stopped on the wall clock)
-and ``curve.jsonl`` (ROUGE of its last checkpoint on the reported rows: CNN/DM validation rows
-500-999, all of SAMSum's and ECTSum's validation), and, where the last checkpoint was also scored by
-``agentsum evaluate`` on those rows, its ``scores.json``: its ROUGE and doubled-word rate then replace
-``curve.jsonl``'s (so that every run of a table is decoded with the same settings, whatever its
-checkpoint's defaults), and it adds the numbers figures (the share of the summaries' numbers the
-source states, the share of the reference's numbers recalled). This script prints:
+and ``scores.json`` (``agentsum evaluate`` of its last checkpoint on the reported rows: CNN/DM
+validation rows 500-999, all of SAMSum's and ECTSum's validation; with the checkpoint's ``step``): its
+ROUGE, doubled-word rate, numbers figures (the share of the summaries' numbers the source states, the
+share of the reference's numbers recalled) and the search settings it was decoded with. Runs scored
+before the script ran ``agentsum evaluate`` have ``curve.jsonl`` instead (``quality_curve.py``'s
+ROUGE of the same checkpoint on the same rows), which records beam and lengths only; a scores.json
+wins over it. This script prints:
 
-* one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE;
+* one row per run: steps, CPU minutes, training tokens/s, validation NLL every 100 steps, ROUGE,
+  and which search settings decoded it (``s1``, ``s2``, ... spelled out under the table);
 * DCA against one agent in each seed (same seed, trained side by side);
 * each change on and off: every two readings of the same model that differ by one change, in the
   same seed, at equal steps (validation NLL at the last step both reached) and at equal CPU time
   (ROUGE of the last checkpoints, when both were stopped on the CPU clock).
+
+Two rows decoded with different search settings are not compared: their ROUGE difference is left
+out, naming the settings that differ, seeds decoded differently are not pooled, and a warning says
+so (on stderr as well). ``claim_study.sh`` pins one set per corpus for this reason: each checkpoint's
+own settings are its preset's, and the presets differ. Settings that some rows do not record (older
+scores) are listed under the table.
 
 Equal CPU time is equal work only on one machine: m6 made 14.8 steps per CPU minute on one machine
 of this workplace, and m6 with ``agent_state: ends`` 32.9 on another. So ROUGE at equal time, and the ratio of speeds,
@@ -46,7 +54,8 @@ from pathlib import Path
 # the batch order of runs saved without an order.json
 from agentsum.data.dataset import LEGACY_EPOCH_ORDER
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock, beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock and search_settings, beside this script
+import search_settings  # noqa: E402
 from cpu_clock import cpu_at  # noqa: E402
 
 #: The changes a reading's name may carry after its model, as claim_study.sh names them.
@@ -73,6 +82,7 @@ class Run:
     rouge: tuple[float, float, float] | None = None
     doubled: float | None = None
     numbers: tuple[float, float] | None = None  # supported, recall (%), from agentsum evaluate's scores.json
+    search: dict = field(default_factory=dict)  # the search settings its ROUGE was decoded with, as recorded
     valid_cpu: dict[int, float] = field(default_factory=dict)  # step -> CPU minutes at its validation
     started: float | None = None  # the first time stamp of its CPU clock or metrics (Unix seconds)
     machine: str | None = None  # the boot id of the machine that trained it
@@ -137,8 +147,11 @@ def load_run(directory: Path) -> Run | None:
         run.steps = max(run.steps, last["step"])
         run.rouge = (last["rouge1"], last["rouge2"], last["rougeLsum"])
         run.doubled = last.get("doubled")
+        run.search = search_settings.recorded(last)
     if (directory / "scores.json").exists():  # agentsum evaluate of the last checkpoint: it wins over curve.jsonl
         scores = json.loads((directory / "scores.json").read_text())
+        run.steps = max(run.steps, scores.get("step", 0))
+        run.search = search_settings.recorded(scores)
         run.rouge = (scores["rouge1"], scores["rouge2"], scores["rougeLsum"])
         run.doubled = scores.get("doubled", run.doubled)
         if "numbers_supported" in scores:
@@ -186,16 +199,26 @@ def fmt_rouge(rouge) -> str:
     return " / ".join(f"{x:.2f}" for x in rouge) if rouge else "–"
 
 
+def table_order(runs: list[Run]) -> list[Run]:
+    return sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes), r.repeat))
+
+
+def search_labels(runs: list[Run]) -> dict[str, str]:
+    """``s1``, ``s2``, ... per distinct search settings of the scored runs, in the runs table's order."""
+    return search_settings.labels({r.name: r.search for r in table_order(runs) if r.rouge})
+
+
 def runs_table(runs: list[Run]) -> list[str]:
     # the validation interval: the most common gap between validations (a stop adds an odd last one)
     gaps = collections.Counter(b - a for r in runs for a, b in zip(sorted(r.valid), sorted(r.valid)[1:]))
     every = gaps.most_common(1)[0][0] if gaps else 100
     steps = sorted({s for r in runs for s in r.valid if s % every == 0})
     machines = machine_labels(runs)
+    searches = search_labels(runs)
     lines = ["| reading | seed | machine | steps | CPU min | train tokens per CPU s | valid NLL at step "
-             + " / ".join(map(str, steps)) + " | R-1 / R-2 / R-L | doubled | numbers supported / recall |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (r.seed, r.model, sorted(r.changes), r.repeat)):
+             + " / ".join(map(str, steps)) + " | search | R-1 / R-2 / R-L | doubled | numbers supported / recall |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table_order(runs):
         nll = " / ".join(f"{r.valid[s]:.3f}" if s in r.valid else "–" for s in steps)
         cpu = f"{r.cpu_minutes:.1f}" if r.cpu_minutes is not None else "wall"
         tok = f"{r.tokens_per_cpu_s:,.0f}" if r.tokens_per_cpu_s else "–"
@@ -203,7 +226,28 @@ def runs_table(runs: list[Run]) -> list[str]:
         again = f" (run {r.repeat})" if r.repeat > 1 else ""
         numbers = f"{r.numbers[0]:.1f}% / {r.numbers[1]:.1f}%" if r.numbers else "–"
         lines.append(f"| {r.label}{again} | {r.seed} | {machines[r.name]} | {r.steps:,} | {cpu} | {tok} | {nll} "
-                     f"| {fmt_rouge(r.rouge)} | {doubled} | {numbers} |")
+                     f"| {searches.get(r.name, '–')} | {fmt_rouge(r.rouge)} | {doubled} | {numbers} |")
+    return lines
+
+
+def search_notes(runs: list[Run]) -> list[str]:
+    """Under the tables: each search label spelled out, the settings some rows do not record, and a
+    warning where the rows were decoded differently."""
+    scored = [r for r in table_order(runs) if r.rouge]
+    labels = search_labels(scored)
+    lines = []
+    for label in dict.fromkeys(labels.values()):
+        settings = next(r.search for r in scored if labels[r.name] == label)
+        lines.append(f"Search {label}: {search_settings.describe(settings)}.")
+    none, some = search_settings.unrecorded([r.search for r in scored])
+    if none:
+        lines.append(f"Not recorded for any row: {', '.join(none)}.")
+    for name in some:
+        lines.append(f"Not recorded for {', '.join(r.name for r in scored if name not in r.search)}: {name}.")
+    if len(set(labels.values())) > 1:
+        lines.append("**Warning: these rows were decoded with different search settings.** A comparison across "
+                     "them gives no ROUGE difference and seeds across them are not pooled; score every run again "
+                     "with one set (`SCORE_ONLY=1 bash benchmarks/studies/claim_study.sh SEED A B`).")
     return lines
 
 
@@ -240,6 +284,9 @@ def rouge_gap(a: Run, b: Run) -> str:
     at equal steps (their step counts within 1%), or '–' with the reason."""
     if not (a.rouge and b.rouge):
         return "–"
+    differ = search_settings.differences(a.search, b.search)
+    if differ:  # not a comparison of the models: their summaries were searched for differently
+        return f"– (decoded differently: {', '.join(differ)})"
     text = " / ".join(f"{y - x:+.2f}" for x, y in zip(a.rouge, b.rouge))
     same = one_machine(a, b)
     orders = "" if a.order == b.order else ", other batch orders"
@@ -278,15 +325,16 @@ def comparisons(runs: list[Run]) -> list[str]:
 
 def seed_summary(runs: list[Run]) -> list[str]:
     """Mean and spread over the seeds of each reading that has two or more scored seeds, one row per
-    batch order: a seed gives the same batches only under one order, so runs of other orders are
-    not pooled."""
-    lines = ["| reading | batch order | seeds | R-1 mean (spread) | R-2 mean (spread) | R-L mean (spread) |",
-             "|---|---|---|---|---|---|"]
-    readings: dict[tuple[str, str], list[Run]] = {}
+    batch order and search settings: a seed gives the same batches only under one order, and seeds
+    decoded differently are not one reading's spread, so neither is pooled."""
+    lines = ["| reading | batch order | search | seeds | R-1 mean (spread) | R-2 mean (spread) | R-L mean (spread) |",
+             "|---|---|---|---|---|---|---|"]
+    searches = search_labels(runs)
+    readings: dict[tuple[str, str, str], list[Run]] = {}
     for r in runs:
         if r.rouge:
-            readings.setdefault((r.reading, r.order), []).append(r)
-    for (reading, order), group in sorted(readings.items()):
+            readings.setdefault((r.reading, r.order, searches[r.name]), []).append(r)
+    for (reading, order, search), group in sorted(readings.items()):
         if len(group) < 2:
             continue
         cells = []
@@ -294,7 +342,7 @@ def seed_summary(runs: list[Run]) -> list[str]:
             values = [r.rouge[k] for r in group]
             cells.append(f"{statistics.mean(values):.2f} ({max(values) - min(values):.2f})")
         seeds = ", ".join(str(r.seed) for r in sorted(group, key=lambda r: r.seed))
-        lines.append(f"| {group[0].label} | {order} | {seeds} | " + " | ".join(cells) + " |")
+        lines.append(f"| {group[0].label} | {order} | {search} | {seeds} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -308,7 +356,11 @@ def main() -> None:
     runs = [run for d in sorted(directory.iterdir()) if d.is_dir() and (run := load_run(d)) is not None]
     if not runs:
         raise SystemExit(f"no runs named {args.corpus}-READING-sSEED under {directory}")
-    print("\n".join(runs_table(runs) + [""] + comparisons(runs) + [""] + seed_summary(runs)))
+    notes = search_notes(runs)
+    print("\n".join(runs_table(runs) + [""] + comparisons(runs) + [""] + seed_summary(runs) + [""] + notes))
+    if any(line.startswith("**Warning") for line in notes):
+        print(f"{Path(sys.argv[0]).name}: rows decoded with different search settings; their comparisons are "
+              "left out (see the warning under the tables)", file=sys.stderr)
     if args.plot:
         plot(runs, args.plot)
 

@@ -59,7 +59,7 @@ def test_the_seed_summary_gives_mean_and_spread_of_readings_with_two_seeds(tmp_p
             for seed, rouge in [(1, (24.0, 5.0, 22.0)), (2, (25.0, 6.0, 22.5))]]
     runs.append(claim_table.load_run(write_run(tmp_path, "cnndm-m6-s1", {200: 5.0}, rouge=(1.0, 1.0, 1.0))))
     lines = claim_table.seed_summary(runs)
-    assert lines[2:] == ["| `cnndm-m1` | random.shuffle | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
+    assert lines[2:] == ["| `cnndm-m1` | random.shuffle | s1 | 1, 2 | 24.50 (1.00) | 5.50 (1.00) | 22.25 (0.50) |"]
 
 
 def test_the_seed_summary_keeps_runs_of_other_batch_orders_apart(tmp_path):
@@ -72,8 +72,8 @@ def test_the_seed_summary_keeps_runs_of_other_batch_orders_apart(tmp_path):
             (run / "order.json").write_text(json.dumps({"epoch_order": order}))
         runs.append(claim_table.load_run(run))
     assert claim_table.seed_summary(runs)[2:] == [
-        "| `cnndm-m6` | pcg64-sort | 1, 2 | 27.50 (1.00) | 5.00 (0.00) | 20.00 (0.00) |",
-        "| `cnndm-m6` | random.shuffle | 1, 2 | 25.00 (2.00) | 5.00 (0.00) | 20.00 (0.00) |"]
+        "| `cnndm-m6` | pcg64-sort | s1 | 1, 2 | 27.50 (1.00) | 5.00 (0.00) | 20.00 (0.00) |",
+        "| `cnndm-m6` | random.shuffle | s1 | 1, 2 | 25.00 (2.00) | 5.00 (0.00) | 20.00 (0.00) |"]
 
 
 def test_samsum_runs_are_read_on_all_their_rows_and_tabled_at_their_validation_interval(tmp_path):
@@ -198,3 +198,89 @@ def test_the_plot_draws_one_line_per_run_on_each_axis(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "nll.png").stat().st_size > 0
     assert shown["lines"] == [3, 4]  # the run without a CPU clock is only on the steps axis
     assert "ectsum-m6 seed 2" in shown["labels"] and "ectsum-m1-long seed 1" in shown["labels"]
+
+
+#: What agentsum evaluate writes to scores.json about its search (agentsum.evaluation.evaluate).
+ECTSUM_M1_LONG = {"beam_size": 5, "block_trigrams": True, "no_repeat_ngram_size": 3, "repetition_penalty": 1.0,
+                  "repeat_window": 0, "numbers_from_source": True, "min_length": 20, "max_length": 120}
+ECTSUM_M6 = dict(ECTSUM_M1_LONG, min_length=30, repeat_window=3)  # the preset's own since 83c389d
+
+
+def scored_run(root, name, rouge, search, valid=None, step=None):
+    """A run scored by claim_study.sh: agentsum evaluate's scores.json, with the settings it decoded with."""
+    run = write_run(root, name, valid or {100: 4.4, 200: 3.6}, cpu_s=5400.0, machine="boot-1")
+    scores = {"rouge1": rouge[0], "rouge2": rouge[1], "rougeLsum": rouge[2], "doubled": 1.0, **search}
+    if step is not None:
+        scores.update(checkpoint="last.pt", step=step)
+    (run / "scores.json").write_text(json.dumps(scores))
+    return claim_table.load_run(run)
+
+
+def test_rows_decoded_with_different_search_settings_are_not_compared_and_the_table_says_so(tmp_path, capsys,
+                                                                                            monkeypatch):
+    # each checkpoint's own settings: what `claim_study.sh 3 m1-long m6 60` gave before it pinned them
+    one = scored_run(tmp_path, "ectsum-m1-long-s1", (33.0, 19.0, 32.0), ECTSUM_M1_LONG)
+    agents = scored_run(tmp_path, "ectsum-m6-s1", (35.0, 20.0, 34.0), ECTSUM_M6)
+    assert one.search["min_length"] == 20 and agents.search["repeat_window"] == 3 and "block_trigrams" not in one.search
+    rows = [line for line in claim_table.comparisons([one, agents]) if line.startswith("| agents")]
+    assert len(rows) == 1 and "+2.00" not in rows[0]
+    assert rows[0].endswith("| – (decoded differently: min_length 20 / 30, repeat_window 0 / 3) | 1.00x |")
+    table = claim_table.runs_table([one, agents])
+    assert "| search | R-1 / R-2 / R-L |" in table[0]
+    assert "| s1 | 33.00 / 19.00 / 32.00 |" in table[2] and "| s2 | 35.00 / 20.00 / 34.00 |" in table[3]
+    notes = claim_table.search_notes([one, agents])
+    assert "Search s1: beam 5, min 20, max 120, ngram block 3, repetition penalty 1, repeat window 0, " \
+           "numbers from source on." in notes
+    assert any(line.startswith("Search s2: ") and "min 30" in line and "repeat window 3" in line for line in notes)
+    assert any(line.startswith("**Warning: these rows were decoded with different search settings.**")
+               for line in notes)
+    # the script's output carries the warning, and says so on stderr too
+    monkeypatch.setattr(sys, "argv", ["claim_table.py", "--corpus", "ectsum", "--dir", str(tmp_path)])
+    claim_table.main()
+    out, err = capsys.readouterr()
+    assert "**Warning: these rows were decoded with different search settings.**" in out
+    assert "decoded differently" in out and "different search settings" in err
+
+
+def test_rows_decoded_alike_are_compared_and_their_settings_written_under_the_table(tmp_path, capsys, monkeypatch):
+    pinned = dict(ECTSUM_M1_LONG, numbers_from_source=False)  # claim_study.sh's ECTSum settings
+    one = scored_run(tmp_path, "ectsum-m1-long-s1", (33.0, 19.0, 32.0), pinned, step=605)
+    agents = scored_run(tmp_path, "ectsum-m6-s1", (35.0, 20.0, 34.0), pinned, step=579)
+    assert (one.steps, agents.steps) == (605, 579)  # the scored checkpoint's step, past the last logged one
+    rows = [line for line in claim_table.comparisons([one, agents]) if line.startswith("| agents")]
+    assert rows[0].endswith("| +2.00 / +1.00 / +2.00 | 1.00x |")
+    notes = claim_table.search_notes([one, agents])
+    assert notes[0] == ("Search s1: beam 5, min 20, max 120, ngram block 3, repetition penalty 1, repeat window 0, "
+                        "numbers from source off.")
+    assert not any("Warning" in line for line in notes)
+    monkeypatch.setattr(sys, "argv", ["claim_table.py", "--corpus", "ectsum", "--dir", str(tmp_path)])
+    claim_table.main()
+    out, err = capsys.readouterr()
+    assert "Warning" not in out and err == ""
+
+
+def test_seeds_decoded_differently_are_not_pooled(tmp_path):
+    runs = [scored_run(tmp_path, "ectsum-m6-s1", (34.0, 20.0, 33.0), ECTSUM_M6),
+            scored_run(tmp_path, "ectsum-m6-s2", (36.0, 21.0, 35.0), ECTSUM_M6),
+            scored_run(tmp_path, "ectsum-m6-s3", (30.0, 18.0, 29.0), ECTSUM_M1_LONG)]
+    assert claim_table.seed_summary(runs)[2:] == [
+        "| `ectsum-m6` | random.shuffle | s1 | 1, 2 | 35.00 (2.00) | 20.50 (1.00) | 34.00 (2.00) |"]
+
+
+def test_settings_some_rows_do_not_record_are_named_under_the_table(tmp_path):
+    # an older run scored by quality_curve.py records beam and lengths only; its settings count as unknown
+    run = write_run(tmp_path, "cnndm-m1-s1", {100: 4.4, 200: 3.6}, cpu_s=5400.0, machine="boot-1")
+    (run / "curve.jsonl").write_text(json.dumps(
+        {"run": "cnndm-m1-s1", "step": 200, "data": "valid.jsonl[500:None]", "rouge1": 24.0, "rouge2": 5.0,
+         "rougeLsum": 22.0, "beam": 5, "min_length": 35, "max_length": 100}) + "\n")
+    old = claim_table.load_run(run)
+    assert old.search == {"beam_size": 5, "min_length": 35, "max_length": 100}
+    new = scored_run(tmp_path, "cnndm-m6-s1", (23.0, 4.0, 21.0),
+                     dict(ECTSUM_M1_LONG, min_length=35, max_length=100, numbers_from_source=False))
+    notes = claim_table.search_notes([old, new])
+    assert "Not recorded for cnndm-m1-s1: no_repeat_ngram_size." in notes
+    assert "Not recorded for cnndm-m1-s1: repeat_window." in notes
+    assert any(line.startswith("Not recorded for any row: ") and "length_penalty" in line for line in notes)
+    # what both record agrees, so they are compared, and the unknowns are listed rather than assumed equal
+    rows = [line for line in claim_table.comparisons([old, new]) if line.startswith("| three agents")]
+    assert "-1.00 / -1.00 / -1.00" in rows[0]
