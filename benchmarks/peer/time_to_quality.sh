@@ -23,7 +23,9 @@ python benchmarks/studies/cpu_clock.py --pid "$PID" --out "$RUN.cpu.jsonl" --sto
 python benchmarks/peer/peer_quality.py samsum --minutes "$MINUTES" --out "$OUT" --work runs/ttq-peer \
     --name opennmt --save-every 100 --docs 200 --no-last-on-all > runs/ttq-peer.log 2>&1 &
 wait "$PID" || true
+# every option of the search given, as the peer's decode_args pin its own
 python benchmarks/studies/quality_curve.py "$RUN" --data "$VALID" --docs 200 --only steps --threads 1 \
-    --cpu-log "ttq-agentsum=$RUN.cpu.jsonl" --out "$OUT" > runs/ttq-agentsum-score.log 2>&1
+    --beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 0 \
+    --numbers-from-source off --cpu-log "ttq-agentsum=$RUN.cpu.jsonl" --out "$OUT" > runs/ttq-agentsum-score.log 2>&1
 wait
 python benchmarks/peer/time_to_quality.py "$OUT/curve.jsonl" --agentsum ttq-agentsum --peer opennmt --out "$OUT"

@@ -1,18 +1,24 @@
 """Validation ROUGE against training minutes for several runs, in one table and one plot.
 
 Every ``checkpoints/step-*.pt`` (and ``best.pt``) of each run directory is decoded on held-out
-documents with the run's own search settings (or ``--beam``/``--min-length``/``--max-length``) and
-scored with rouge-score (stemmed ROUGE-1/2, rougeLsum), beside Lead-3 on the same documents, with
-the share of summaries that repeat a content word within three tokens (``doubled``: "emma and
-emma"). The
+documents and scored with rouge-score (stemmed ROUGE-1/2, rougeLsum), beside Lead-3 on the same
+documents, with the share of summaries that repeat a content word within three tokens (``doubled``:
+"emma and emma"). Every checkpoint is decoded with one search config: the checkpoints' own settings
+changed by the search options of ``agentsum evaluate`` (``--beam``, ``--min-length``,
+``--max-length``, ``--no-repeat-ngram-size``, ``--repetition-penalty``, ``--repeat-window``,
+``--numbers-from-source``, ...), which a study passes in full. Runs whose settings still differ are
+refused: a curve of runs decoded differently (``ectsum-m1-long`` 20-120 tokens with no repeat window,
+``ectsum-m6`` 30-120 with a window of 3) compares their search as much as their training. The
 minute of a checkpoint is the run's wall-clock training time at its step, read from the run's
 ``metrics.jsonl`` (the clock ``train.max_minutes`` stops on), so runs of different speed compare at
 equal time. Results are appended to ``OUT/curve.jsonl``, one record per (run, checkpoint, data,
-search); a checkpoint already there is not decoded again, so the script can follow runs that are
-still training.
+search settings), every setting written (``search_settings.settings_of``); a checkpoint already there
+with the same settings is not decoded again, so the script can follow runs that are still training.
 
     python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 \
-        --data ../shared/data/samsum/valid.jsonl --docs 300 --out benchmarks/results/samsum
+        --data ../shared/data/samsum/valid.jsonl --docs 300 --out benchmarks/results/samsum \
+        --beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 \
+        --repeat-window 0 --numbers-from-source off
 
 writes ``OUT/curve.jsonl``, ``OUT/curve.png`` (ROUGE-1 and ROUGE-2 against minutes) and prints the table.
 """
@@ -29,16 +35,21 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_clock, search_settings
 
-from agentsum.data.dataset import prepare_all
-from agentsum.data.language import text_processor
-from agentsum.data.sources import load_examples
-from agentsum.evaluation.evaluate import evaluate
-from agentsum.evaluation.rouge import rouge_for
-from agentsum.summarizer import Summarizer
-from agentsum.checkpoint import read_checkpoint
-from agentsum.evaluation.repetition import doubled_rate
+from search_settings import describe, differences, recorded, settings_of  # noqa: E402
+
+from agentsum.checkpoint import read_checkpoint  # noqa: E402
+from agentsum.config import Config  # noqa: E402
+from agentsum.data.dataset import prepare_all  # noqa: E402
+from agentsum.data.language import text_processor  # noqa: E402
+from agentsum.data.sources import load_examples  # noqa: E402
+from agentsum.decoding.search import SearchConfig  # noqa: E402
+from agentsum.evaluation.evaluate import evaluate  # noqa: E402
+from agentsum.evaluation.repetition import doubled_rate  # noqa: E402
+from agentsum.evaluation.rouge import rouge_for  # noqa: E402
+from agentsum.options import add_search_options, search_overrides  # noqa: E402
+from agentsum.summarizer import Summarizer  # noqa: E402
 
 
 def training_minutes(run_dir: Path) -> dict[int, float]:
@@ -74,6 +85,23 @@ def minute_at(minutes: dict[int, float], step: int) -> float:
     return minutes[max(known)] if known else 0.0
 
 
+def pinned_search(paths: list[Path], overrides: dict) -> SearchConfig:
+    """The one search config the checkpoints ``paths`` are decoded with: each one's own settings with
+    ``overrides``, which must then agree (SystemExit naming the settings that differ otherwise)."""
+    first, search = None, None
+    for path in paths:
+        own = Config.from_dict(read_checkpoint(path, mmap=True)["config"]).search
+        changed = dataclasses.replace(own, **overrides)
+        if search is None:
+            first, search = path, changed
+        elif differ := differences(settings_of(search), settings_of(changed)):
+            raise SystemExit(f"{first} and {path} decode differently ({', '.join(differ)}): give every search "
+                             "setting (--beam, --min-length, --max-length, --no-repeat-ngram-size, "
+                             "--repetition-penalty, --repeat-window, --numbers-from-source), so that the runs "
+                             "are decoded alike")
+    return search
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="run directories (RUN_DIR of agentsum train)")
@@ -81,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start", type=int, default=0, help="first row (default 0)")
     p.add_argument("--docs", type=int, default=None, help="N documents from --start (default: all)")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--beam", type=int), p.add_argument("--min-length", type=int), p.add_argument("--max-length", type=int)
+    add_search_options(p)  # agentsum evaluate's: one set for every run (pinned_search)
     p.add_argument("--only", choices=("best", "last", "steps", "all"), default="all",
                    help="which checkpoints to decode: best.pt, last.pt, the step-*.pt, or all of them")
     p.add_argument("--threads", type=int, default=None)
@@ -106,23 +134,19 @@ def main(argv: list[str] | None = None) -> int:
     cpu_logs = dict(o.split("=", 1) for o in args.cpu_log)
     records = list(done)
     prepared: dict[str, list] = {}  # the held-out documents, prepared once per data configuration
-    for run_dir in args.runs:
+    checkpoints = {run_dir: checkpoints_of(run_dir, args.only) for run_dir in args.runs}
+    search = pinned_search([path for paths in checkpoints.values() for path in paths], search_overrides(args))
+    if search is not None:
+        print(f"search: {describe(settings_of(search))}", flush=True)
+    for run_dir, names in checkpoints.items():
         clock = cpu_minutes(run_dir, Path(cpu_logs[run_dir.name])) if run_dir.name in cpu_logs \
             else training_minutes(run_dir)
         minutes = {step: m + offsets.get(run_dir.name, 0.0) for step, m in clock.items()}
-        names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if args.only in ("steps", "all") else []
-        for name in ("best", "last"):
-            if args.only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
-                names.append(run_dir / "checkpoints" / f"{name}.pt")
         for path in names:
             summarizer = Summarizer(path)
             config = summarizer.config
             step = int(summarizer.metadata["step"])
-            search = dataclasses.replace(config.search, **{k: v for k, v in (
-                ("beam_size", args.beam), ("min_length", args.min_length), ("max_length", args.max_length))
-                if v is not None})
-            key = dict(run=run_dir.name, checkpoint=path.name, step=step, data=data_key,
-                       beam=search.beam_size, min_length=search.min_length, max_length=search.max_length)
+            key = dict(run=run_dir.name, checkpoint=path.name, step=step, data=data_key, **settings_of(search))
             if any(all(r.get(k) == v for k, v in key.items()) for r in done):
                 continue
             data_key_config = repr(config.data)
@@ -131,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 prepared[data_key_config] = prepare_all(examples, config.data)
             docs = prepared[data_key_config]
             started = time.perf_counter()
-            predictions, scores = evaluate(summarizer, docs, search)
+            predictions, scores = evaluate(summarizer, docs, search, args.batch_size)
             record = {**key, "minutes": round(minute_at(minutes, step), 2),
                       "clock": "cpu" if run_dir.name in cpu_logs else "wall",
                       "rouge1": scores["rouge1"], "rouge2": scores["rouge2"], "rougeLsum": scores["rougeLsum"],
@@ -164,27 +188,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def checkpoints_of(run_dir: Path, only: str) -> list[Path]:
+    """The checkpoints of a run that ``--only`` names: its step-*.pt, best.pt, last.pt or all."""
+    names = sorted((run_dir / "checkpoints").glob("step-*.pt")) if only in ("steps", "all") else []
+    for name in ("best", "last"):
+        if only in (name, "all") and (run_dir / "checkpoints" / f"{name}.pt").exists():
+            names.append(run_dir / "checkpoints" / f"{name}.pt")
+    return names
+
+
 def plot(records: list[dict], data_key: str, lead: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def line_of(r):  # one line per run and search settings (a checkpoint decoded with two settings is two points)
+        return r["run"], json.dumps(recorded(r), sort_keys=True)
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, metric, label in ((axes[0], "rouge1", "ROUGE-1 F1"), (axes[1], "rouge2", "ROUGE-2 F1")):
-        # one line per run and search setting (a checkpoint decoded with two settings is two points)
-        lines = sorted({(r["run"], r.get("beam"), r.get("min_length"), r.get("max_length"))
-                        for r in records if r["data"] == data_key})
+        lines = sorted({line_of(r) for r in records if r["data"] == data_key})
         for key in lines:
             run = key[0]
             points = sorted((r["minutes"], r[metric]) for r in records
-                            if (r["run"], r.get("beam"), r.get("min_length"), r.get("max_length")) == key
-                            and r["data"] == data_key
+                            if line_of(r) == key and r["data"] == data_key
                             and r["checkpoint"].startswith(("step-", "model_step_")))  # agentsum's, OpenNMT-py's
             on_cpu = any(r.get("clock") == "cpu" for r in records if r["run"] == run)
             name = f"{run} (CPU minutes)" if on_cpu else run
             if sum(1 for k in lines if k[0] == run) > 1:
-                name += f" (beam {key[1]}, min {key[2]})"
+                name += f" ({describe(json.loads(key[1]))})"
             if points:
                 ax.plot(*zip(*points), marker="o", label=name)
         ax.axhline(lead[metric], color="grey", linestyle="--", label=lead.get("name", "Lead-3"))

@@ -7,12 +7,17 @@
 #   3. validation ROUGE of every checkpoint against training minutes (quality_curve.py) and Lead-3;
 #   4. samsum-m7 (30 minutes of mixed RL from samsum-m6) beside OpenNMT-py's pointer-generator trained
 #      on the same data for 40 CPU minutes (peer_quality.py; installs the peer on first use).
+# Every run is decoded with one set of search settings (SEARCH: beam 5, 15-60 tokens, trigram blocking
+# alone, as OpenNMT-py decodes in peer_quality.py samsum), every option given rather than each
+# checkpoint's own, and quality_curve.py writes them beside each score.
 # About 3 h 30 min on 2 cores. Run from the project root after `bash scripts/setup.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . .venv/bin/activate
 VALID=${VALID:-../shared/data/samsum/valid.jsonl}
 OUT=benchmarks/results/samsum
+SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 0
+        --numbers-from-source off)
 mkdir -p runs "$OUT"
 
 agentsum train --config samsum-m1 > runs/samsum-m1.log 2>&1 &
@@ -28,20 +33,21 @@ wait
 
 # every checkpoint on the first 200 validation dialogues (the curve; both processes append to one
 # curve.jsonl), the plot of all three, then the last checkpoints on all 814 and Lead-3
-python benchmarks/studies/quality_curve.py runs/samsum-m1 --data "$VALID" --docs 200 --only steps --out "$OUT" --threads 1 &
+python benchmarks/studies/quality_curve.py runs/samsum-m1 --data "$VALID" --docs 200 --only steps "${SEARCH[@]}" \
+  --out "$OUT" --threads 1 &
 python benchmarks/studies/quality_curve.py runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 --data "$VALID" \
-  --docs 200 --only steps --out "$OUT" --threads 1 &
+  --docs 200 --only steps "${SEARCH[@]}" --out "$OUT" --threads 1 &
 wait
 python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
-  --data "$VALID" --docs 200 --only steps --out "$OUT"
+  --data "$VALID" --docs 200 --only steps "${SEARCH[@]}" --out "$OUT"
 python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
-  --data "$VALID" --only last --out "$OUT" --threads 2
+  --data "$VALID" --only last "${SEARCH[@]}" --out "$OUT" --threads 2
 agentsum lead3 --config samsum-m1 --data "$VALID" --out "$OUT/lead3"
 
 # m7 and the OpenNMT-py peer side by side; the peer on the CPU clock (its process's CPU minutes)
 agentsum train --config samsum-m7 > runs/samsum-m7.log 2>&1 &
 python benchmarks/peer/peer_quality.py samsum --minutes 40 --save-every 250 --docs 200 --out "$OUT" > runs/peer-samsum.log 2>&1 &
 wait
-python benchmarks/studies/quality_curve.py runs/samsum-m7 --data "$VALID" --only best --out "$OUT" --threads 2
+python benchmarks/studies/quality_curve.py runs/samsum-m7 --data "$VALID" --only best "${SEARCH[@]}" --out "$OUT" --threads 2
 python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 runs/samsum-m1-cov --offset samsum-m1-cov=80 \
-  --data "$VALID" --docs 200 --only steps --out "$OUT"  # the plot again, now with the peer's curve
+  --data "$VALID" --docs 200 --only steps "${SEARCH[@]}" --out "$OUT"  # the plot again, now with the peer's curve
