@@ -1,10 +1,14 @@
 """The decoding controls on the shipped model: ROUGE and the repetitions a reader notices, per setting.
 
 Decodes SAMSum validation dialogues (all 814 by default) with ``agentsum/pretrained/samsum-en.pt``
-under each search setting (trigram blocking, the default; n-gram blocking of other sizes; a
+under each search setting (trigram blocking, SearchConfig's default; n-gram blocking of other sizes; a
 repetition penalty; both), on one thread, and reports for each: ROUGE-1/2/L (rouge-score, stemmed,
 rougeLsum), the share of summaries that repeat a content word within three tokens ("doubled"),
 and the share that name one person twice as ``X and X``. The references' rates are beside them.
+Each setting is a change to one base (``BASE``: beam 5, 15-60 tokens, trigram blocking alone), every
+other setting pinned rather than taken from the checkpoint (the shipped model decodes with
+``repeat_window`` 3 and a repetition penalty of 1.5), and every row records the settings it was
+decoded with.
 
 It also reads the ``X and X`` summaries of the default setting for their cause: whether X is the
 dialogue's first speaker, its most frequent speaker, and whether the reference joins two speakers
@@ -28,13 +32,19 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agentsum.evaluation.repetition import doubled_rate, x_and_x, x_and_x_rate  # noqa: E402
+from search_settings import settings_of  # noqa: E402
 
 from agentsum.data.sources import load_examples  # noqa: E402
+from agentsum.decoding.search import SearchConfig  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = REPO.parent / "shared" / "data" / "samsum" / "valid.jsonl"
+#: What every setting changes: the SAMSum presets' search before repeat_window and repetition_penalty,
+#: every field given, so that no default of the checkpoint decoded leaks in.
+BASE = dict(beam_size=5, min_length=15, max_length=60, block_trigrams=True, no_repeat_ngram_size=None,
+            repetition_penalty=1.0, repeat_window=0, length_penalty=1.0, unk_replace=True, numbers_from_source=False)
 SETTINGS = {
     "trigram blocking (default)": {},
     "no_repeat_ngram_size 2": {"no_repeat_ngram_size": 2},
@@ -45,6 +55,13 @@ SETTINGS = {
     "repeat_window 2": {"repeat_window": 2},
     "repeat_window 2 + repetition_penalty 1.5": {"repeat_window": 2, "repetition_penalty": 1.5},
 }
+
+
+def search_for(changes: dict) -> SearchConfig:
+    """A setting of :data:`SETTINGS`: ``changes`` on :data:`BASE`."""
+    return SearchConfig(**{**BASE, **changes})
+
+
 def speakers(dialogue: str) -> list[str]:
     """The speaker of every utterance, in order, lower-cased (``Name: text`` lines)."""
     return [line.split(":", 1)[0].strip().lower() for line in dialogue.splitlines() if ":" in line]
@@ -71,14 +88,14 @@ def main() -> None:
     for name, changes in SETTINGS.items():
         if args.only and name not in args.only:
             continue
-        config = summarizer.search_config(**changes)
+        config = search_for(changes)
         started = time.perf_counter()
         tokens = summarizer.summarize_documents(docs, config)
         seconds = time.perf_counter() - started
         predictions = [language.summary_text(t) for t in tokens]
         scores = rouge_for(language, predictions, references)
         doubled, xx = rates(predictions)
-        rows.append({"setting": name, **changes, "rouge1": scores["rouge1"], "rouge2": scores["rouge2"],
+        rows.append({"setting": name, **settings_of(config), "rouge1": scores["rouge1"], "rouge2": scores["rouge2"],
                      "rougeL": scores["rougeLsum"], "doubled": doubled, "x_and_x": xx, "seconds": seconds})
         by_setting[name] = predictions
         print(json.dumps(rows[-1]), flush=True)
@@ -118,9 +135,11 @@ def main() -> None:
         {"docs": len(docs), "rows": rows, "references": {"doubled": ref_doubled, "x_and_x": ref_xx},
          "x_and_x_cause": dict(cause), "examples": cases}, indent=1) + "\n")
     lines = [f"# Decoding controls on the shipped model ({len(docs)} SAMSum validation dialogues)", "",
-             "`python benchmarks/studies/decoding_controls.py`: beam 5, one thread; ROUGE from rouge-score (stemmed, "
-             "rougeLsum). doubled: summaries repeating a content word within three tokens; X and X: summaries "
-             "naming one word twice around \"and\".", "",
+             "`python benchmarks/studies/decoding_controls.py`: beam 5, 15-60 tokens, one thread; each setting a change "
+             "to trigram blocking alone, every other setting as there (no repeat window, no repetition penalty, "
+             "numbers generated as well as copied); ROUGE from rouge-score (stemmed, rougeLsum). doubled: summaries "
+             "repeating a content word within three tokens; X and X: summaries naming one word twice around \"and\".",
+             "",
              "| setting | R-1 | R-2 | R-L | doubled | X and X | seconds |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['setting']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "

@@ -4,8 +4,10 @@ Every run is ``agentsum train --config samsum-m1`` with one change and the same
 ``train.max_minutes``, trained two at a time, one thread each, on a 2-core machine
 (``benchmarks/studies/levers.sh`` has the commands). For each run this decodes all 814 SAMSum validation
 dialogues with its best checkpoint (lowest validation NLL) twice: with trigram blocking alone (beam
-5, min length 15: the SAMSum presets' search before they gained the pair) and with ``repeat_window 2
-+ repetition_penalty 1.5``, and reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
+5, 15-60 tokens: the SAMSum presets' search before they gained the pair) and with ``repeat_window 2
++ repetition_penalty 1.5``, every setting pinned here rather than taken from the checkpoint (whose
+preset's settings changed while the levers were measured) and recorded beside each row's scores, and
+reports ROUGE-1/2/L (rouge-score, stemmed, rougeLsum), the share of summaries repeating a content
 word within three tokens ("doubled") and the share naming one word twice around "and" ("X and
 X"); with ``--dialogsum``, the same for DialogSum's validation dialogues beside Lead-3. Steps, the
 best validation NLL and training tokens/s come from the run's metrics.jsonl.
@@ -29,18 +31,23 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from decoding_controls import rates  # noqa: E402
+from search_settings import describe, recorded, settings_of  # noqa: E402
 
 from agentsum.config import TrainConfig  # noqa: E402
 from agentsum.data.sources import load_examples  # noqa: E402
+from agentsum.decoding.search import SearchConfig  # noqa: E402
 from agentsum.evaluation.rouge import rouge_for  # noqa: E402
 from agentsum.summarizer import Summarizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
-#: explicit, so that runs trained after the presets gained repeat_window / repetition_penalty are
-#: scored like the runs before: beam 5, min length 15, trigram blocking alone, then with the pair
-SEARCHES = {"trigram": {"repeat_window": 0, "repetition_penalty": 1.0},
-            "rw2+pen1.5": {"repeat_window": 2, "repetition_penalty": 1.5}}
+#: Every search setting, explicit, so that every run is decoded alike whatever its checkpoint says (runs
+#: trained after the presets gained repeat_window / repetition_penalty are scored like the runs before):
+#: beam 5, 15-60 tokens, trigram blocking alone, then with the pair
+SEARCHES = {name: SearchConfig(beam_size=5, min_length=15, max_length=60, block_trigrams=True, no_repeat_ngram_size=3,
+                               length_penalty=1.0, unk_replace=True, numbers_from_source=False, **changes)
+            for name, changes in {"trigram": {"repeat_window": 0, "repetition_penalty": 1.0},
+                                  "rw2+pen1.5": {"repeat_window": 2, "repetition_penalty": 1.5}}.items()}
 
 
 def run_facts(run_dir: Path) -> dict:
@@ -55,17 +62,17 @@ def run_facts(run_dir: Path) -> dict:
             "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in train))}
 
 
-def score(summarizer: Summarizer, path: Path, docs: int | None, changes: dict) -> dict:
+def score(summarizer: Summarizer, path: Path, docs: int | None, search: SearchConfig) -> dict:
     examples = load_examples(str(path), end=docs)
     prepared = summarizer.prepare_examples(examples)
     started = time.perf_counter()
-    tokens = summarizer.summarize_documents(prepared, summarizer.search_config(**changes))
+    tokens = summarizer.summarize_documents(prepared, search)
     predictions = [summarizer.language.summary_text(t) for t in tokens]
     scores = rouge_for(summarizer.language, predictions, [d.reference for d in prepared])
     doubled, xx = rates(predictions)
     return {"rouge1": round(scores["rouge1"], 2), "rouge2": round(scores["rouge2"], 2),
             "rougeL": round(scores["rougeLsum"], 2), "doubled": round(doubled, 1), "x_and_x": round(xx, 1),
-            "docs": len(prepared), "seconds": round(time.perf_counter() - started)}
+            "docs": len(prepared), "seconds": round(time.perf_counter() - started), **settings_of(search)}
 
 
 def lead3(summarizer: Summarizer, path: Path, docs: int | None) -> dict:
@@ -99,10 +106,10 @@ def main() -> None:
         max_steps = summarizer.config.train.max_steps
         if max_steps < TrainConfig.max_steps:  # a run budgeted in steps (its schedule reads them)
             row["max_steps"] = max_steps
-        for name, changes in SEARCHES.items():
-            row[f"samsum {name}"] = score(summarizer, DATA / "samsum" / "valid.jsonl", args.docs, changes)
+        for name, search in SEARCHES.items():
+            row[f"samsum {name}"] = score(summarizer, DATA / "samsum" / "valid.jsonl", args.docs, search)
             if args.dialogsum:
-                row[f"dialogsum {name}"] = score(summarizer, DATA / "dialogsum" / "valid.jsonl", args.docs, changes)
+                row[f"dialogsum {name}"] = score(summarizer, DATA / "dialogsum" / "valid.jsonl", args.docs, search)
         for corpus in ("samsum", "dialogsum") if args.dialogsum else ("samsum",):
             table.setdefault("_lead3", {})[corpus] = lead3(summarizer, DATA / corpus / "valid.jsonl", args.docs)
         table[label] = row
@@ -132,6 +139,7 @@ def write_markdown(table: dict, path: Path) -> None:
     if "samsum" in lead:
         a = lead["samsum"]
         lines.append(f"| Lead-3 | | | | | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | | | | | |")
+    lines += ["", *search_lines(runs)]
     fixed = [f"{label} ({r['max_steps']:,})" for label, r in runs.items() if r.get("max_steps")]
     if fixed:
         lines += ["", f"Trained to a number of steps rather than minutes (a learning-rate schedule does not change "
@@ -159,6 +167,28 @@ def write_markdown(table: dict, path: Path) -> None:
             a = lead["dialogsum"]
             lines.append(f"| Lead-3 | {a['rouge1']:.2f} / {a['rouge2']:.2f} / {a['rougeL']:.2f} | |")
     path.write_text("\n".join(lines) + "\n")
+
+
+def search_lines(runs: dict) -> list[str]:
+    """What each column was decoded with, from the rows' records; a warning where rows of one column
+    were decoded differently. Rows scored before the settings were written beside the scores are named
+    apart."""
+    lines = []
+    for name in SEARCHES:
+        settings = {f"{label} ({corpus})": recorded(r[f"{corpus} {name}"]) for label, r in runs.items()
+                    for corpus in ("samsum", "dialogsum") if f"{corpus} {name}" in r}
+        described = {row: describe(s) for row, s in settings.items() if s}
+        if len(set(described.values())) == 1:
+            lines.append(f"{name}: {next(iter(described.values()))}.")
+        elif described:
+            lines.append(f"**Warning: {name} rows decoded differently**: "
+                         + "; ".join(f"{row}: {text}" for row, text in described.items()) + ".")
+        unrecorded = [row for row, s in settings.items() if not s]
+        if unrecorded:
+            rows = "any row" if len(unrecorded) == len(settings) else ", ".join(unrecorded)
+            lines.append(f"{name}: settings not recorded for {rows} (scored before they were written beside the "
+                         "scores).")
+    return lines
 
 
 if __name__ == "__main__":

@@ -3,7 +3,12 @@
 # START), 50 more minutes of MLE with coverage at RL's learning rate instead of the mixed RL objective,
 # one thread, stopped once its process has had MINUTES of CPU. Every step checkpoint is scored on
 # validation rows 0-199 with the shipped search; the best one, and the mean of it and its two
-# neighbours, on all 814 dialogues. Compare with the RL rows of docs/model_card.md.
+# neighbours, on all 814 dialogues, beside the start and the RL model (the shipped dialogue model)
+# on all 814 with the same search. Compare with the RL rows of docs/model_card.md.
+#
+# Search: the shipped model's settings, every option given (SEARCH), for every model scored here, so
+# that the control, its start and the RL model are decoded alike whatever their checkpoints say; each
+# scores.json records them.
 #
 #   bash benchmarks/studies/rl_control.sh START [MINUTES]
 #
@@ -16,7 +21,8 @@ START=${1:?the coverage model to start from}
 MINUTES=${2:-50}
 RUN=runs/i19-mle-control
 VALID=../shared/data/samsum/valid.jsonl
-SEARCH=(--beam 5 --min-length 15 --max-length 60 --repeat-window 3 --repetition-penalty 1.5)
+SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1.5 --repeat-window 3
+        --numbers-from-source off)
 mkdir -p runs
 agentsum train --config samsum-m1 --init-from "$START" --run-dir "$RUN" --set model.coverage=true \
     --set train.lr=1e-4 --set train.max_minutes=$((MINUTES * 4)) --set train.valid_every=250 \
@@ -40,3 +46,5 @@ agentsum average "${all[@]:$((k > 0 ? k - 1 : 0)):3}" --out "$RUN/checkpoints/av
 for ck in "$best" "$RUN/checkpoints/avg-best3.pt"; do
   agentsum evaluate --checkpoint "$ck" --data "$VALID" "${SEARCH[@]}" --out "$RUN/eval-all-$(basename "$ck" .pt)"
 done
+agentsum evaluate --checkpoint "$START" --data "$VALID" "${SEARCH[@]}" --out "$RUN/eval-all-start"
+agentsum evaluate --model dialogue --data "$VALID" "${SEARCH[@]}" --out "$RUN/eval-all-rl-shipped"

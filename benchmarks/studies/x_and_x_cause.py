@@ -1,7 +1,8 @@
 """Where "X and X" comes from: the shipped model's distribution at the slot of the second X.
 
 For every validation summary of the shipped model that names one person twice (``X and X``,
-default search), the summary is teacher-forced through the model, and at the second X the
+decoded with trigram blocking alone: decoding_controls.py's ``BASE``, not the checkpoint's own search,
+whose repeat window forbids ``X and X``), the summary is teacher-forced through the model, and at the second X the
 probability of X is split into its generated part (p_gen * P_vocab) and its copied part (the copy
 weight summed over X's source positions). The copy weight on the other speaker Y (the speaker the
 reference joins with X, else the dialogue's other most frequent speaker) is read at the same slot,
@@ -25,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from decoding_controls import VALID, speakers, x_and_x  # noqa: E402
+from decoding_controls import VALID, search_for, speakers, x_and_x  # noqa: E402
 
 from agentsum.data.batch import make_batch  # noqa: E402
 from agentsum.data.sources import load_examples  # noqa: E402
@@ -44,7 +45,7 @@ def main() -> None:
     s = Summarizer(args.checkpoint, device="cpu")
     examples = load_examples(str(VALID), end=args.docs)
     docs = s.prepare_examples(examples)
-    config = s.search_config()
+    config = search_for({})  # trigram blocking alone
     rows = []
     for start in range(0, len(docs), 16):
         chunk = docs[start : start + 16]
