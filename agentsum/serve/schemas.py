@@ -7,7 +7,7 @@ for invalid requests); :class:`RequestError` is how the service's code asks for 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, WithJsonSchema,
                       model_validator)
@@ -146,6 +146,14 @@ class AttentionPayload(BaseModel):
 class NumberLink(BaseModel):
     supported: bool = Field(description="every number this word states is stated in the source")
     occurrences: list[int] = Field(description="source token positions (as `source`) stating a matching number")
+    claim: Literal["in_context", "elsewhere", "absent"] = Field(description=(
+        "in_context: a source sentence states the number for the metric the summary gives it (with no metric, "
+        "just in the source); elsewhere: in the source, but stated for something else (or as an analysts' "
+        "estimate); absent: not in the source"))
+    metric: str | None = Field(None, description="the metric the summary states the number for (e.g. eps); null "
+                                                 "when its sentence names none")
+    context_occurrences: list[int] = Field(default_factory=list, description=(
+        "source token positions (as `source`) of the number inside sentences that state its metric"))
 
 
 class ProvenanceWord(BaseModel):
@@ -158,7 +166,8 @@ class ProvenanceWord(BaseModel):
     source_word: str | None = Field(description="that source token as written in the text")
     agent: int = Field(description="the agent holding that token (0-based)")
     agent_index: int = Field(description="its position within the agent")
-    number: NumberLink | None = Field(None, description="for a number: whether the source states it, and where")
+    number: NumberLink | None = Field(None, description="for a number: whether the source states it, where, and "
+                                                            "whether for the metric the summary gives it")
 
 
 class SourceSentence(BaseModel):
@@ -175,7 +184,8 @@ class ProvenanceSentence(BaseModel):
     start: int = Field(description="index of the sentence's first word in words")
     end: int
     source_sentences: list[SourceSentence] = Field(
-        description="the source sentences holding half of the sentence's summed attention, at most three, in order")
+        description="the source sentences holding half of the sentence's summed attention, at most three, and "
+                    "the sentence each of its copied numbers was copied from, in document order")
 
 
 class ProvenancePayload(BaseModel):

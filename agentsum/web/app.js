@@ -269,7 +269,8 @@
     state.sourceSpans = [];
     $("#results").hidden = true;
     state.bands = [];
-    ["#summary", "#source", "#legend", "#attn-detail"].forEach((sel) => $(sel).replaceChildren());
+    ["#summary", "#source", "#legend", "#attn-detail", "#number-legend"].forEach((sel) => $(sel).replaceChildren());
+    $("#number-legend").hidden = true;
     $("#status").textContent = "";
     showWarnings([]);
   }
@@ -421,10 +422,12 @@
     box.replaceChildren();
     if (result.tokens.length === 0) {
       box.appendChild(el("p", "empty", "The model produced an empty summary."));
+      showNumberLegend(false);
       return;
     }
     const spans = attn.sentences.length ? attn.sentences : [{ start: 0, end: result.tokens.length, agent: [] }];
     const origin = result.provenance;  // null when the model cannot say where its words came from
+    let numbers = 0;
     spans.forEach((sent, k) => {
       const block = el("div", "sentence");
       block.dataset.k = String(k);
@@ -441,10 +444,13 @@
         s.style.setProperty("--tok-color", rgba(colour(top), 0.75));
         s.setAttribute("aria-label", `${tok}: mostly agent ${top}`);
         const number = origin && origin.words[j] ? origin.words[j].number : null;
-        if (number) {  // a number: in the text (a link to where) or not
-          s.classList.add("num", number.supported ? "num-ok" : "num-missing");
-          s.title = number.supported ? "In the text: click to see where" : "Not in the text";
-          s.setAttribute("aria-label", `${tok}: ${number.supported ? "in the text" : "not in the text"}`);
+        if (number) {  // a number: stated for its metric, stated for something else, or not in the source
+          const claim = claimOf(number);
+          s.classList.add("num", NUMBER_CLASS[claim]);
+          s.dataset.claim = claim;
+          s.title = `${capital(claimText(number))}: ${CLAIM_ACTION[claim]}`;
+          s.setAttribute("aria-label", `${tok}: ${claimText(number)}`);
+          numbers += 1;
         }
         return s;
       }, null, true);
@@ -452,6 +458,26 @@
       block.appendChild(agentBar(sent.agent));
       box.appendChild(block);
     });
+    showNumberLegend(numbers > 0);
+  }
+
+  // The legend line of the three number marks, under the summary when it has numbers.
+  function showNumberLegend(shown) {
+    const legend = $("#number-legend");
+    legend.replaceChildren();
+    legend.hidden = !shown;
+    if (!shown) return;
+    const where = sourceName();
+    const key = (claim, text) => {
+      const item = el("span", "num-legend-item");
+      item.append(el("span", `num-key ${NUMBER_CLASS[claim]}`, NUMBER_GLYPH[claim]), document.createTextNode(` ${text}`));
+      return item;
+    };
+    legend.append(el("span", "muted", "Numbers: "),
+      key("in_context", `in ${where}, stated for the metric the summary gives it (or in ${where}, where it names none)`),
+      key("elsewhere", `in ${where}, but stated for something else`),
+      key("absent", `not in ${where}`),
+      el("span", "muted", " · click one to see the sentence"));
   }
 
   function agentBar(weights) {
@@ -517,9 +543,8 @@
 
   // ---- provenance: a sentence's source sentences, a number's occurrences ----------------------
   function clearMarks() {
-    document.querySelectorAll("#source .src-tok.sent-hl, #source .src-tok.num-hl").forEach((s) => {
-      s.classList.remove("sent-hl", "num-hl");
-    });
+    document.querySelectorAll("#source .src-tok.sent-hl, #source .src-tok.num-hl, #source .src-tok.claim-hl")
+      .forEach((s) => s.classList.remove("sent-hl", "num-hl", "claim-hl"));
     document.querySelectorAll("#summary .sentence.selected").forEach((b) => b.classList.remove("selected"));
   }
 
@@ -563,16 +588,92 @@
     return null;
   }
 
+  // A number's mark (agentsum.evaluation.number_links): "in_context" (stated for the summary's metric,
+  // or, with no metric, just in the source), "elsewhere" (in the source, stated for something else)
+  // or "absent". A record without a claim (from a server before claims) is read from `supported`.
+  const NUMBER_CLASS = { in_context: "num-ok", elsewhere: "num-elsewhere", absent: "num-missing" };
+  const NUMBER_GLYPH = { in_context: "✓", elsewhere: "≠", absent: "?" };
+  const CLAIM_ACTION = { in_context: "click to see the sentence that states it",
+    elsewhere: "click to see the sentence it was copied from", absent: "check it before you use it" };
+  const capital = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+  const claimOf = (number) => (number.claim in NUMBER_CLASS ? number.claim : number.supported ? "in_context" : "absent");
+  // what the page calls the source: "the call" for a calls model (/v1/example's kind), else "the text"
+  const sourceName = () => (state.example && state.example.kind === "call" ? "the call" : "the text");
+
+  function claimText(number) {
+    const where = sourceName();
+    const metric = number.metric;
+    switch (claimOf(number)) {
+      case "in_context":
+        return metric ? `in ${where}, stated for ${metric}` : `in ${where} (the summary names no metric for it)`;
+      case "elsewhere":
+        return metric ? `in ${where}, but stated for something else, not for ${metric}`
+          : `in ${where}, but stated for something else`;
+      default:
+        return `not in ${where}`;
+    }
+  }
+
+  // The source sentence holding the flat position ``position``: {agent, line, start, end} (indices
+  // within the agent), from the attention payload's sentence starts.
+  function sentenceAt(position) {
+    const at = locate(position);
+    if (!at) return null;
+    const [a, i] = at;
+    const attn = state.result.attention;
+    const starts = (attn.source_lines || [])[a] || [0];
+    let line = 0;
+    while (line + 1 < starts.length && starts[line + 1] <= i) line += 1;
+    const end = line + 1 < starts.length ? starts[line + 1] : (attn.source_tokens[a] || []).length;
+    return { agent: a, line, start: starts[line], end };
+  }
+
+  function sentenceText(sentence) {
+    const attn = state.result.attention;
+    const tokens = (attn.source_words || attn.source_tokens)[sentence.agent].slice(sentence.start, sentence.end);
+    const spaces = spacesBefore(tokens, true);
+    return tokens.map((tok, i) => (spaces[i] ? " " : "") + tok).join("");
+  }
+
+  // The source position a number is linked to: for "in_context" the first place a sentence states it
+  // for its metric; for "elsewhere" the place it was copied from (or, generated, the first place the
+  // source states it); for "absent" none.
+  function numberTarget(j, number) {
+    const claim = claimOf(number);
+    if (claim === "in_context") {
+      const context = number.context_occurrences && number.context_occurrences.length ? number.context_occurrences
+        : number.occurrences;
+      return context.length ? context[0] : null;
+    }
+    if (claim === "elsewhere") {
+      const word = state.result.provenance.words[j];
+      return word.copied ? word.source : number.occurrences.length ? number.occurrences[0] : null;
+    }
+    return null;
+  }
+
   function showNumber(j) {
     const origin = state.result && state.result.provenance;
     const number = origin && origin.words[j] && origin.words[j].number;
     if (!number) return;
     clearMarks();
     const word = (state.result.words || state.result.tokens)[j];
-    mark(number.occurrences.map(locate).filter(Boolean), "num-hl");
-    $("#attn-detail").replaceChildren(el("strong", null, `“${word}”`), document.createTextNode(number.supported
-      ? ` is in the text (${number.occurrences.length} place${number.occurrences.length === 1 ? "" : "s"}, marked).`
-      : " is not in the text: check it before you use it."));
+    const claim = claimOf(number);
+    const detail = $("#attn-detail");
+    detail.replaceChildren(el("strong", null, `“${word}”`));
+    const target = numberTarget(j, number);
+    const sentence = target === null ? null : sentenceAt(target);
+    if (!sentence) {
+      detail.append(document.createTextNode(` is ${claimText(number)}: check it before you use it.`));
+      return;
+    }
+    const positions = [];
+    for (let i = sentence.start; i < sentence.end; i++) positions.push([sentence.agent, i]);
+    mark(positions, "claim-hl");
+    mark([locate(target)], "num-hl");
+    const how = claim === "in_context" ? "stated in" : "copied from";
+    detail.append(document.createTextNode(` is ${claimText(number)}; ${how} agent ${sentence.agent}, line ` +
+      `${sentence.line} (marked):`), el("q", `claim-source claim-${claim}`, sentenceText(sentence)));
   }
 
   function describe(word, step) {

@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import synthetic_rows
 
+from agentsum.checkpoint import shipped_path
 from agentsum.data.dataset import DataSource
 
 MAX_TEXTS = 8
@@ -575,7 +576,7 @@ def test_the_example_is_a_call_for_the_calls_model_a_chat_for_the_dialogue_model
     trained on: the shipped calls model gets an earnings call with revenue, EPS, margin and guidance."""
     from fastapi.testclient import TestClient
 
-    from agentsum.checkpoint import default_checkpoint, shipped_path
+    from agentsum.checkpoint import default_checkpoint
     from agentsum.serve.app import create_app
     from agentsum.serve.page import WEB_DIR
 
@@ -613,3 +614,29 @@ def test_a_model_trained_on_the_calls_corpus_gets_the_call_wherever_its_file_lie
     assert example_kind(ectsum, tmp_path / "runs" / "best.pt") == "call"
     dialogue = dataclasses.replace(ectsum, data=dataclasses.replace(ectsum.data, dialogue=True))
     assert example_kind(dialogue, tmp_path / "best.pt") == "dialogue"
+
+
+@pytest.mark.skipif(not shipped_path("calls").exists(), reason="the calls model is not in this installation")
+def test_the_calls_models_numbers_come_back_with_their_claims(tiny_run):
+    """Summarizing the page's example call with the calls model: the API keeps every field of each
+    number's record (claim, metric, context_occurrences; the response model used to drop them), and
+    the record is number_links' for the summary and the source."""
+    from fastapi.testclient import TestClient
+
+    from agentsum.evaluation.number_links import number_links
+    from agentsum.serve.app import create_app
+    from agentsum.serve.page import example_text
+
+    text = example_text("call")
+    with TestClient(create_app(shipped_path("calls"), batch_wait_ms=0, device="cpu")) as c:
+        r = c.post("/v1/summarize", json={"text": text, "beam_size": 2, "min_length": 10, "max_length": 40,
+                                          "provenance": True, "attention": True})
+    assert r.status_code == 200, r.text
+    (summary,) = r.json()["summaries"]
+    source = [t for agent in summary["attention"]["source_tokens"] for t in agent]
+    expected = number_links(summary["tokens"], source)
+    records = {j: w["number"] for j, w in enumerate(summary["provenance"]["words"]) if w["number"] is not None}
+    assert records == expected and records, summary["summary"]
+    for record in records.values():
+        assert record["claim"] in ("in_context", "elsewhere", "absent")
+        assert set(record) == {"supported", "occurrences", "claim", "metric", "context_occurrences"}

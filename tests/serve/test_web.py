@@ -545,6 +545,104 @@ def test_agents_lines_and_tokens_count_from_0_on_the_page_as_in_the_json(server,
     assert driver.execute_script(MARKED, "sent-hl")[0] == [source["agent"], source["start"], True]
 
 
+def _claims_answer() -> dict:
+    """The long canned answer with four numbers, one of each mark: "1.21" stated for EPS at agent 2,
+    token 50 (and elsewhere at 100); "3.7" in the source but never beside EBITDA, copied from agent 1,
+    token 120; "12" not in the source; "40" in the source, its sentence naming no metric."""
+    answer = _long_answer()
+    sentences = [["EPS", "was", "$", "1.21", "."], ["EBITDA", "was", "$", "3.7", "billion", "."],
+                 ["Revenue", "rose", "12", "%", "."], ["It", "added", "40", "stores", "."]]
+    canned = _canned_answer(sentences, [f"w{i}" for i in range(10)])["summaries"][0]
+    summary = answer["summaries"][0]
+    summary.update({k: canned[k] for k in ("summary", "sentences", "tokens", "words")})
+    share = summary["attention"]["per_token"][0]["agent"]
+    summary["attention"]["per_token"] = [{"agent": share, "source": []} for _ in canned["words"]]
+    summary["attention"]["sentences"] = [{**span, "agent": share} for span in canned["attention"]["sentences"]]
+    records = {
+        3: {"supported": True, "occurrences": [100, 650], "claim": "in_context", "metric": "eps",
+            "context_occurrences": [650]},
+        8: {"supported": True, "occurrences": [305, 420], "claim": "elsewhere", "metric": "ebitda",
+            "context_occurrences": []},
+        13: {"supported": False, "occurrences": [], "claim": "absent", "metric": "revenue", "context_occurrences": []},
+        18: {"supported": True, "occurrences": [15], "claim": "in_context", "metric": None, "context_occurrences": [15]},
+    }
+    words = [{"word": w, "token": w.lower(), "copied": True, "p_gen": 0.1, "copy_mass": 0.9, "source": 0,
+              "source_word": "a0s0w0", "agent": 0, "agent_index": 0, "number": records.get(j)}
+             for j, w in enumerate(canned["words"])]
+    words[8].update(source=420, source_word="a1s12w0", agent=1, agent_index=120)  # copied from agent 1's line 12
+    spans = canned["attention"]["sentences"]
+    summary["provenance"] = {"words": words, "sentences": [
+        {"text": text, "start": span["start"], "end": span["end"], "source_sentences": []}
+        for text, span in zip(canned["sentences"], spans)]}
+    return answer
+
+
+def test_each_number_is_marked_stated_for_its_metric_stated_for_something_else_or_not_in_the_call(server, driver):
+    """The three marks of a summary's numbers, from the records' claims, under a calls model (the page
+    calls the source "the call"): each with its own class, tooltip naming the metric and legend
+    entry; a click links an in-context number to the sentence stating it for the metric, and a number
+    stated for something else to the sentence it was copied from, with that sentence's text."""
+    from selenium.webdriver.common.by import By
+
+    call = {"kind": "call", "text": "Revenue was $412.6 million."}
+    script = ("const fetchFromServer = window.fetch; window.fetch = (url, options) => url === '/v1/example' ? "
+              f"Promise.resolve(new Response(JSON.stringify({json.dumps(call)}), "
+              "{headers: {'Content-Type': 'application/json'}})) : fetchFromServer(url, options);")
+    added = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+    try:
+        _show_canned(server, driver, _claims_answer())
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": added["identifier"]})
+    numbers = {t.text: t for t in driver.find_elements(By.CSS_SELECTOR, "#summary .tok.num")}
+    assert {text: t.get_attribute("data-claim") for text, t in numbers.items()} == {
+        "1.21": "in_context", "3.7": "elsewhere", "12": "absent", "40": "in_context"}
+    assert "num-ok" in numbers["1.21"].get_attribute("class") and "num-ok" in numbers["40"].get_attribute("class")
+    assert "num-elsewhere" in numbers["3.7"].get_attribute("class")
+    assert "num-missing" in numbers["12"].get_attribute("class")
+    assert numbers["1.21"].get_attribute("title") == "In the call, stated for eps: click to see the sentence that states it"
+    assert numbers["3.7"].get_attribute("title") == \
+        "In the call, but stated for something else, not for ebitda: click to see the sentence it was copied from"
+    assert numbers["12"].get_attribute("title") == "Not in the call: check it before you use it"
+    assert numbers["40"].get_attribute("title").startswith("In the call (the summary names no metric for it)")
+    legend = driver.find_element(By.ID, "number-legend")
+    assert legend.is_displayed()
+    assert [k.text for k in legend.find_elements(By.CSS_SELECTOR, ".num-key")] == ["✓", "≠", "?"]
+    assert "in the call, but stated for something else" in legend.text and "not in the call" in legend.text
+    detail = driver.find_element(By.ID, "attn-detail")
+
+    # in the call for EPS: linked to context_occurrences[0] (agent 2, token 50), not to occurrences[0]
+    numbers["1.21"].click()
+    assert driver.execute_script(MARKED, "num-hl") == [[2, 50, True]]
+    assert driver.execute_script(MARKED, "claim-hl") == [[2, i, True] for i in range(50, 60)]
+    assert detail.text.startswith("“1.21” is in the call, stated for eps; stated in agent 2, line 5 (marked):")
+    assert detail.find_element(By.CSS_SELECTOR, "q.claim-source").text.strip("“”\"") == \
+        " ".join(f"a2s5w{i}" for i in range(9)) + "."
+
+    # stated for something else: linked to where it was copied from (agent 1, token 120), that
+    # sentence shown
+    numbers["3.7"].click()
+    assert driver.execute_script(MARKED, "num-hl") == [[1, 120, True]]
+    assert driver.execute_script(MARKED, "claim-hl") == [[1, i, True] for i in range(120, 130)]
+    assert detail.text.startswith("“3.7” is in the call, but stated for something else, not for ebitda; copied from "
+                                  "agent 1, line 12 (marked):")
+    assert "a1s12w0" in detail.find_element(By.CSS_SELECTOR, "q.claim-source").text
+
+    # not in the call: nothing marked
+    numbers["12"].click()
+    assert driver.execute_script(MARKED, "num-hl") == [] and driver.execute_script(MARKED, "claim-hl") == []
+    assert detail.text == "“12” is not in the call: check it before you use it."
+    numbers["40"].click()
+    assert driver.execute_script(MARKED, "num-hl") == [[0, 15, True]]
+    ARTIFACTS.mkdir(exist_ok=True)
+    numbers["3.7"].click()
+    driver.set_window_size(1280, 1500)
+    driver.execute_script("document.getElementById('summary-title').scrollIntoView();")
+    driver.save_screenshot(str(ARTIFACTS / "web_page_number_marks.png"))
+    driver.set_window_size(1280, 1000)
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"browser console errors: {severe}"
+
+
 def test_the_agent_legend_of_a_call_with_many_agents_wraps_inside_its_panel(server, driver):
     """21 agents (the most an ECTSum validation call gets at 400 tokens each): the legend wraps onto
     more lines instead of widening the page, and every name stays on one line."""
