@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # One pair of the paper's claim (DCA against one agent): CNN/DailyMail train_stories.jsonl, 800-token
-# articles (CORPUS=cnndm, the default), or SAMSum dialogues (CORPUS=samsum): two readings trained side
-# by side, one thread each, each stopped (SIGTERM, which saves last.pt) once its process has had
-# MINUTES minutes of CPU. The CPU clock, not the wall clock, makes the pair fair when other work
-# shares the machine. Then ROUGE of each last checkpoint on the reported rows (CNN/DM: validation rows
-# 500-999, as rows 0-199 are the trainer's validation; SAMSum: all 814 validation dialogues, also the
-# trainer's validation, as SAMSum's test split is held out), and each run's metrics.jsonl and CPU
-# samples copied beside its scores, so that benchmarks/studies/claim_table.py can rebuild the table from
-# committed files.
+# articles (CORPUS=cnndm, the default), SAMSum dialogues (CORPUS=samsum) or ECTSum earnings calls
+# (CORPUS=ectsum): two readings trained side by side, one thread each, each stopped (SIGTERM, which
+# saves last.pt) once its process has had MINUTES minutes of CPU. The CPU clock, not the wall clock,
+# makes the pair fair when other work shares the machine. Then each last checkpoint is scored by
+# `agentsum evaluate` on the reported rows (CNN/DM: validation rows 500-999, as rows 0-199 are the
+# trainer's validation; SAMSum: all 814 validation dialogues, also the trainer's validation, as
+# SAMSum's test split is held out; ECTSum: all 247 validation calls), both runs with the one set of
+# search settings pinned below for the corpus. Its scores.json (which records those settings) with
+# the checkpoint's step, and the run's metrics.jsonl and CPU samples, are copied beside each other, so
+# that benchmarks/studies/claim_table.py can rebuild the table from committed files and check that the
+# rows it compares were decoded alike.
 #
 #   bash benchmarks/studies/claim_study.sh SEED best|paper [MINUTES]
 #   bash benchmarks/studies/claim_study.sh SEED READING_A READING_B [MINUTES]
@@ -15,6 +18,16 @@
 #   CORPUS=ectsum bash benchmarks/studies/claim_study.sh SEED m1-long m6 90   # earnings calls, the whole call
 #   RESUME=1 CORPUS=ectsum bash benchmarks/studies/claim_study.sh SEED m1-long m6 90   # continue a stopped pair
 #   STEPS=961 bash benchmarks/studies/claim_study.sh 1 m6 m6-ends   # each run also stops at step 961
+#   SCORE_ONLY=1 CORPUS=ectsum bash benchmarks/studies/claim_study.sh SEED m1-long m6   # score trained runs again
+#   SCORE_ONLY=1 MORE_CHECKPOINTS="step-00000400 step-00000500" CORPUS=ectsum \
+#       bash benchmarks/studies/claim_study.sh SEED m1-long m6   # and these checkpoints too (runs/RUN/eval-CKPT)
+#
+# Decoding: one set of search settings per corpus (SEARCH below), every option of it given, for both
+# runs of a pair, never each checkpoint's own: the presets decode differently (ectsum-m1-long 20-120
+# tokens with no repeat window, ectsum-m6 30-120 with a window of 3), and a checkpoint carries the
+# settings of the preset it was trained from. Each corpus's set is the one its committed rows were
+# scored with; another set means scoring every run of the table again (SCORE_ONLY=1), which
+# claim_table.py asks for when rows differ.
 #
 # Equal CPU time is equal work only on one machine (m6 made 14.8 steps per CPU minute on one
 # machine here, m6 with agent_state: ends 32.9 on another): each run's machine (boot id, CPU model) is saved beside its
@@ -44,10 +57,18 @@ CORPUS=${CORPUS:-cnndm}
 STEP_LIMIT=()
 if [[ -n "${STEPS:-}" ]]; then STEP_LIMIT=(--set train.max_steps="$STEPS"); fi
 case "$CORPUS" in
-  cnndm)  VALID=../shared/data/cnndm/validation_1000.jsonl; ROWS=(--start 500); EVERY=100 ;;
-  samsum) VALID=../shared/data/samsum/valid.jsonl; ROWS=(); EVERY=250 ;;
-  # ECTSum: the presets select on the last 100 training calls, so all 247 validation calls are unseen
-  ectsum) VALID=../shared/data/ectsum/valid.jsonl; ROWS=(); EVERY=100 ;;
+  cnndm)  VALID=../shared/data/cnndm/validation_1000.jsonl; ROWS=(--start 500); EVERY=100
+          SEARCH=(--beam 5 --min-length 35 --max-length 100 --no-repeat-ngram-size 3 --repetition-penalty 1
+                  --repeat-window 0 --numbers-from-source off) ;;
+  # trigram blocking alone, as samsum/final.md and OpenNMT-py's SAMSum decoding (peer_quality.py)
+  samsum) VALID=../shared/data/samsum/valid.jsonl; ROWS=(); EVERY=250
+          SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1
+                  --repeat-window 0 --numbers-from-source off) ;;
+  # ECTSum: the presets select on the last 100 training calls, so all 247 validation calls are unseen.
+  # Numbers generated as well as copied: seed 1's checkpoints predate numbers_from_source.
+  ectsum) VALID=../shared/data/ectsum/valid.jsonl; ROWS=(); EVERY=100
+          SEARCH=(--beam 5 --min-length 20 --max-length 120 --no-repeat-ngram-size 3 --repetition-penalty 1
+                  --repeat-window 0 --numbers-from-source off) ;;
   *) echo "CORPUS must be cnndm, samsum or ectsum, not $CORPUS" >&2; exit 2 ;;
 esac
 OUT=benchmarks/results/$CORPUS/claim
@@ -101,20 +122,44 @@ PY
       --offset-seconds "$offset" &
   wait "$pid" || true
 }
-train "$A" &
-train "$B" &
-wait
+# The last checkpoint (and MORE_CHECKPOINTS) of one run, decoded with SEARCH on the reported rows; the
+# last one's scores.json, with the checkpoint's step, beside the run's files.
+score() {  # READING
+  local name=$CORPUS-$1-s$SEED
+  local run=runs/$name checkpoint
+  for checkpoint in ${MORE_CHECKPOINTS:-} last; do
+    agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/$checkpoint.pt" --data "$VALID" "${ROWS[@]}" \
+        "${SEARCH[@]}" --out "$run/eval-$checkpoint" >> "$run.score.log" 2>&1
+  done
+  python - "$run" "$OUT/$name" <<'PY'
+import json, sys
+from agentsum.checkpoint import read_checkpoint
+run, out = sys.argv[1:]
+scores = json.load(open(f"{run}/eval-last/scores.json"))
+scores.update(checkpoint="last.pt", step=int(read_checkpoint(f"{run}/checkpoints/last.pt", mmap=True)["step"]))
+open(f"{out}/scores.json", "w").write(json.dumps(scores, indent=2) + "\n")
+PY
+}
 
+if [[ -z "${SCORE_ONLY:-}" ]]; then
+  train "$A" &
+  train "$B" &
+  wait
+  for name in "$A" "$B"; do
+    run=runs/$CORPUS-$name-s$SEED
+    mkdir -p "$OUT/$(basename "$run")"
+    cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
+    cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
+    python -c 'import json, sys; sys.path.insert(0, "benchmarks/studies"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
+        > "$OUT/$(basename "$run")/machine.json"
+    python -c 'import json; from agentsum.data.dataset import EPOCH_ORDER; print(json.dumps({"epoch_order": EPOCH_ORDER}))' \
+        > "$OUT/$(basename "$run")/order.json"
+  done
+fi
+scoring=()
 for name in "$A" "$B"; do
-  run=runs/$CORPUS-$name-s$SEED
-  mkdir -p "$OUT/$(basename "$run")"
-  cp "$run/metrics.jsonl" "$OUT/$(basename "$run")/metrics.jsonl"
-  cp "$run.cpu.jsonl" "$OUT/$(basename "$run")/cpu.jsonl"
-  python -c 'import json, sys; sys.path.insert(0, "benchmarks/studies"); import cpu_clock; print(json.dumps(cpu_clock.machine()))' \
-      > "$OUT/$(basename "$run")/machine.json"
-  python -c 'import json; from agentsum.data.dataset import EPOCH_ORDER; print(json.dumps({"epoch_order": EPOCH_ORDER}))' \
-      > "$OUT/$(basename "$run")/order.json"
-  python benchmarks/studies/quality_curve.py "$run" --data "$VALID" "${ROWS[@]}" --only last --threads 1 \
-      --out "$OUT/$(basename "$run")" > "$run.score.log" 2>&1 &
+  mkdir -p "$OUT/$CORPUS-$name-s$SEED"
+  score "$name" &
+  scoring+=($!)
 done
-wait
+for pid in "${scoring[@]}"; do wait "$pid"; done  # a failed scoring fails the study
