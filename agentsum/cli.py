@@ -187,8 +187,22 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def _search_config(args, config):
-    return dataclasses.replace(config.search, **search_overrides(args))
+def _search_config(args, config, vocab=None):
+    """The checkpoint's search settings with the command line's; a claim constraint that ``vocab``
+    cannot honour is a ConfigError naming the option."""
+    from agentsum.decoding.constraints import ConstraintError, check_vocabulary
+
+    try:
+        search = dataclasses.replace(config.search, **search_overrides(args))
+    except ValueError as e:
+        raise ConfigError(f"search settings: {e}") from None
+    if vocab is not None:
+        try:
+            check_vocabulary(vocab, figure_grammar=search.figure_grammar, source_periods=search.source_periods,
+                             numbers_in_context=search.numbers_in_context)
+        except ConstraintError as e:
+            raise ConfigError(f"--{e.option.replace('_', '-')}: {e}") from None
+    return search
 
 
 def loaded_summarizer(args):
@@ -216,7 +230,7 @@ def cmd_summarize(args) -> int:
     else:
         examples = iter([Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)])
         total = 1
-    search_config = _search_config(args, summarizer.config)
+    search_config = _search_config(args, summarizer.config, summarizer.vocab)
     started = time.perf_counter()
     shown = progress(total, "summarizing") if total > args.batch_size else None
     n = words = 0
@@ -282,7 +296,7 @@ def cmd_evaluate(args) -> int:
                              summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
                              min_human_label=d.min_human_label, stats=stats)
     total = estimate_rows(args.data, args.start, args.end)
-    search_config = _search_config(args, summarizer.config)
+    search_config = _search_config(args, summarizer.config, summarizer.vocab)
     try:
         result = evaluate_corpus(summarizer, examples, search_config, args.batch_size, progress(total or 0, "decoding"))
     except NoDocuments:

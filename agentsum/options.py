@@ -82,12 +82,16 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_search_options(p: argparse.ArgumentParser) -> None:
-    """--beam, --min-length, --max-length, --no-block-trigrams, --no-repeat-ngram-size,
-    --repetition-penalty, --repeat-window, --numbers-from-source, --no-unk-replace, --batch-size."""
+    """--beam, --min-length, --max-length, --min-length-ratio, --no-block-trigrams,
+    --no-repeat-ngram-size, --repetition-penalty, --repeat-window, --numbers-from-source,
+    --figure-grammar, --source-periods, --numbers-in-context, --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
     g.add_argument("--max-length", type=int, help="at most this many tokens (paper: 110)")
+    g.add_argument("--min-length-ratio", metavar="R",
+                   help="a document's minimum length is at most R times its source tokens, so a short input is not "
+                        "padded to --min-length (default 0.5; 'off' to force --min-length on every input)")
     g.add_argument("--no-block-trigrams", action="store_true", help="allow a trigram to be generated twice")
     g.add_argument("--no-repeat-ngram-size", type=int, metavar="N",
                    help="forbid repeating any n-gram of this size (0: off; default 3 with trigram blocking)")
@@ -100,6 +104,15 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                    help="on: a number may be copied from the source but never generated from the vocabulary, so "
                         "every number of a summary is in its source (default: the checkpoint's; on in the ECTSum "
                         "presets, off elsewhere)")
+    g.add_argument("--figure-grammar", choices=("on", "off"),
+                   help="on: a currency sign only before a number, scale words and percent only after one, never two "
+                        "units on one number ('$ per share' and '5%% million' cannot be written; docs/model.md)")
+    g.add_argument("--source-periods", choices=("on", "off"),
+                   help="on: a period (q3, fy, first quarter) only where the source states it and it agrees with the "
+                        "quarter the call reports (a later period in guidance)")
+    g.add_argument("--numbers-in-context", choices=("on", "off"),
+                   help="on: a number in a summary sentence that has named a metric is copied only from source "
+                        "sentences stating that metric, for the sentence's period (numerals become copy-only)")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -121,11 +134,27 @@ def search_overrides(args) -> dict:
         changes["repetition_penalty"] = args.repetition_penalty
     if getattr(args, "repeat_window", None) is not None:
         changes["repeat_window"] = args.repeat_window
-    if getattr(args, "numbers_from_source", None) is not None:
-        changes["numbers_from_source"] = args.numbers_from_source == "on"
+    for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context"):
+        if getattr(args, name, None) is not None:
+            changes[name] = getattr(args, name) == "on"
+    ratio = getattr(args, "min_length_ratio", None)
+    if ratio is not None:
+        changes["min_length_ratio"] = None if ratio == "off" else _ratio(ratio)
     if args.no_unk_replace:
         changes["unk_replace"] = False
     return changes
+
+
+def _ratio(text: str) -> float:
+    from agentsum.config import ConfigError
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise ConfigError(f"--min-length-ratio: expected a positive number or 'off', got {text!r}")
+    return value
 
 
 def progress(total: int, label: str) -> Callable[[int], None]:

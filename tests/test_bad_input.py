@@ -447,3 +447,17 @@ def test_train_without_a_corpus_or_with_an_odd_batch_is_a_clean_error(tmp_path):
                           "--set", f"data.train={tmp_path / 'x.jsonl'}", "--set", "train.batch_size=3",
                           "--set", "train.accumulate=2"])
     assert_clean_error(rc, err, "train.batch_size 3 must be divisible")
+
+
+def test_a_claim_constraint_the_vocabulary_cannot_honour_names_the_option(tiny_run, tmp_path, capsys):
+    """--figure-grammar for a model whose vocabulary holds no numeral (the tiny model's words are
+    animals, places and verbs; a Chinese model's are characters): a clear error naming the option, not
+    a summary. A bad --min-length-ratio names its option too."""
+    from agentsum.cli import main
+
+    text = tmp_path / "call.txt"
+    text.write_text("Revenue rose 5% to $10 million in the third quarter.\n", encoding="utf-8")
+    assert main(["summarize", "--checkpoint", str(tiny_run["checkpoint"]), "--figure-grammar", "on", str(text)]) == 2
+    assert "--figure-grammar: search.figure_grammar: the model's vocabulary holds no numeral" in capsys.readouterr().err
+    assert main(["summarize", "--checkpoint", str(tiny_run["checkpoint"]), "--min-length-ratio", "x", str(text)]) == 2
+    assert "--min-length-ratio" in capsys.readouterr().err

@@ -46,6 +46,7 @@ import torch
 from agentsum.data.batch import Batch
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+from agentsum.decoding.constraints import ClaimConstraints
 from agentsum.decoding.copying import copy_positions
 from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
@@ -98,6 +99,16 @@ class SearchConfig:
                      vocabulary (module docstring), so every number of a summary is in its source.
                      Off by default; the ECTSum presets (earnings calls, whose summaries are mostly
                      figures) turn it on.
+    figure_grammar:  a currency sign only before a number, scale words and percent only after one,
+                     never two units on one number (:mod:`agentsum.decoding.constraints`).
+    source_periods:  a period token (q3, fy, first quarter) only where the source states that
+                     period and it agrees with the period the call reports (constraints module).
+    numbers_in_context: a number copied in a summary sentence that has named a metric draws its copy
+                     mass only from source sentences stating that metric, for that sentence's
+                     period (constraints module); numerals are then copy-only.
+    min_length_ratio: a document's minimum length is at most this share of its source tokens
+                     (``min(min_length, ceil(ratio * source tokens))``), so a one-sentence input is
+                     not padded to ``min_length`` with words it cannot support; None: off.
     """
 
     beam_size: int = 5
@@ -110,10 +121,17 @@ class SearchConfig:
     repetition_penalty: float = 1.0
     repeat_window: int = 0
     numbers_from_source: bool = False
+    figure_grammar: bool = False
+    source_periods: bool = False
+    numbers_in_context: bool = False
+    min_length_ratio: float | None = 0.5
 
     def __post_init__(self) -> None:
-        if not isinstance(self.numbers_from_source, bool):
-            raise ValueError(f"numbers_from_source must be true or false, got {self.numbers_from_source!r}")
+        for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.min_length_ratio is not None and not (0 < self.min_length_ratio and math.isfinite(self.min_length_ratio)):
+            raise ValueError(f"min_length_ratio must be a positive number or null, got {self.min_length_ratio}")
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
         if self.max_length < 1:
@@ -405,18 +423,45 @@ class SourceNumbers:
 
 def _source_numbers(model: StepModel, batch: Batch, config: SearchConfig, vocab: Vocabulary | None,
                     device: torch.device) -> SourceNumbers | None:
-    """The batch's :class:`SourceNumbers` when the config asks for them (else None)."""
-    if not config.numbers_from_source:
+    """The batch's :class:`SourceNumbers` when the config asks for them (``numbers_from_source``, or
+    ``numbers_in_context``, which makes numerals copy-only too; else None)."""
+    if not (config.numbers_from_source or config.numbers_in_context):
         return None
+    option = "numbers_from_source" if config.numbers_from_source else "numbers_in_context"
     if vocab is None:
-        raise ValueError("search.numbers_from_source needs the vocabulary, to know which ids are numerals: "
+        raise ValueError(f"search.{option} needs the vocabulary, to know which ids are numerals: "
                          "pass vocab= to the search")
     if len(vocab) != model.vocab_size:
         raise ValueError(f"the vocabulary has {len(vocab)} words but the model scores {model.vocab_size}")
     if not callable(getattr(model, "step_distribution", None)):
-        raise TypeError("search.numbers_from_source needs a model with step_distribution() (its copy "
+        raise TypeError(f"search.{option} needs a model with step_distribution() (its copy "
                         "distribution, to forbid generating numerals but not copying them)")
     return SourceNumbers(vocab, batch, device)
+
+
+def _constraints(batch: Batch, config: SearchConfig, vocab: Vocabulary | None, device: torch.device
+                 ) -> ClaimConstraints | None:
+    """The batch's :class:`~agentsum.decoding.constraints.ClaimConstraints` when the config asks for
+    any (else None)."""
+    asked = [n for n in ("figure_grammar", "source_periods", "numbers_in_context") if getattr(config, n)]
+    if not asked:
+        return None
+    if vocab is None:
+        raise ValueError(f"search.{asked[0]} needs the vocabulary, to read the words it constrains: "
+                         "pass vocab= to the search")
+    return ClaimConstraints(vocab, batch, device, figure_grammar=config.figure_grammar,
+                            source_periods=config.source_periods, numbers_in_context=config.numbers_in_context,
+                            max_length=config.max_length)
+
+
+def _doc_min_lengths(batch: Batch, config: SearchConfig, device: torch.device) -> torch.Tensor | None:
+    """(B,) each document's minimum length: ``config.min_length``, at most ``min_length_ratio`` of
+    its source tokens. None where every document keeps ``config.min_length``."""
+    if config.min_length_ratio is None or config.min_length == 0:
+        return None
+    tokens = batch.src_lengths.sum(1).to(torch.float64)
+    per_doc = torch.clamp((tokens * config.min_length_ratio).ceil(), max=config.min_length).long()
+    return None if bool((per_doc == config.min_length).all()) else per_doc.to(device)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,6 +487,8 @@ def filtered_step(
     row_oov: torch.Tensor,
     numbers: SourceNumbers | None = None,
     row_doc: torch.Tensor | None = None,
+    constraints: ClaimConstraints | None = None,
+    min_lengths: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, Selectable, StepAttention]:
     """One decoder step with the filters every strategy applies.
 
@@ -453,7 +500,11 @@ def filtered_step(
     (``numbers_from_source``; ``row_doc`` (N,) is then the document of every row) the step reads the
     model's step distribution with the vocabulary's numerals copy-only
     (:meth:`agentsum.models.pointer.CopyDistribution.log_probs`) and a numeral's scale word must
-    follow the source (:meth:`SourceNumbers.filter`).
+    follow the source (:meth:`SourceNumbers.filter`). With ``constraints`` (the claim options of
+    :mod:`agentsum.decoding.constraints`) a row's copy weights outside the context of its sentence's
+    metric are set to 0 before the distribution is condensed, and the figure and period rules
+    forbid their tokens. ``min_lengths`` (N,): each row's minimum length, where it differs from
+    ``config.min_length`` (``min_length_ratio``).
 
     Returns (log_probs (N, V_ext) float32 with the filters applied as -inf, a fresh tensor the
     caller may modify in place; the new state; the step's attention).
@@ -462,6 +513,9 @@ def filtered_step(
         log_probs, state, attn = model.step(enc, state, input_ids)
     else:  # model.step's condensing (agentsum.models.base.step_log_probs), with copy-only words
         dist, state, attn, _ = model.step_distribution(enc, state, input_ids)
+        keep = constraints.copy_keep(history, t, row_doc) if constraints is not None else None
+        if keep is not None and dist.copy_weight is not None:
+            dist.copy_weight = dist.copy_weight * keep.view(*dist.copy_weight.shape[:-1], -1).to(dist.copy_weight.dtype)
         log_probs = dist.log_probs(numbers.no_generation).squeeze(1)
         attn = Attention(attn.word.squeeze(1), attn.agent.squeeze(1))
     if log_probs.size(-1) != expected_width:
@@ -475,13 +529,17 @@ def filtered_step(
     if expected_width > V:
         others = torch.arange(expected_width - V, device=log_probs.device).unsqueeze(0) >= row_oov.unsqueeze(1)
         log_probs[:, V:] = log_probs[:, V:].masked_fill(others, NEG_INF)
-    if t < config.min_length:
+    if min_lengths is not None:
+        log_probs[:, EOS_ID] = log_probs[:, EOS_ID].masked_fill(t < min_lengths.to(log_probs.device), NEG_INF)
+    elif t < config.min_length:
         log_probs[:, EOS_ID] = NEG_INF
     needs_scale = None
     if numbers is not None:
         log_probs, needs_scale = numbers.filter(log_probs, history, t, row_doc)
         if config.unk_replace:
             numbers.forbid_numeral_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
+    if constraints is not None:
+        constraints.filter(log_probs, history, t, row_doc)
     n = config.ngram_block
     if n and t >= max(n - 1, 1):
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)
@@ -503,11 +561,12 @@ def filtered_step(
     return log_probs, state, attn
 
 
-def _scored_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov, numbers, row_doc):
+def _scored_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov, numbers, row_doc,
+                 constraints=None, min_lengths=None):
     """:func:`filtered_step` for greedy and beam search, which also record where each token was
     copied from: (log_probs, state, copy positions (N,) int64, agent attention (N, A) float32)."""
     log_probs, state, attn = filtered_step(model, enc, state, input_ids, history, t, config, expected_width, row_oov,
-                                           numbers, row_doc)
+                                           numbers, row_doc, constraints, min_lengths)
     return log_probs, state, copy_positions(attn.word, attn.agent), attn.agent.float()
 
 
@@ -549,6 +608,8 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     _check_model(model)
     device = batch.src_ids.device
     numbers = _source_numbers(model, batch, config, vocab, device)
+    constraints = _constraints(batch, config, vocab, device)
+    doc_min = _doc_min_lengths(batch, config, device)
     B, A, T = batch.batch_size, batch.n_agents, config.max_length  # T: decoder steps at most
     width = model.vocab_size + batch.max_oov
     n_oov = torch.tensor([len(o) for o in batch.oov_words], device=device)
@@ -571,7 +632,8 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
 
     for t in range(T):
         log_probs, state, copy_pos, agent = _scored_step(model, enc, state, input_ids, tok_buf, t, config, width,
-                                                            n_oov[active], numbers, active)
+                                                            n_oov[active], numbers, active, constraints,
+                                                            None if doc_min is None else doc_min[active])
         best_lp, tok = log_probs.max(dim=-1)
         tok = tok.masked_fill(best_lp == NEG_INF, EOS_ID)
         sums = sums + best_lp
@@ -651,6 +713,8 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     _check_model(model)
     device = batch.src_ids.device
     numbers = _source_numbers(model, batch, config, vocab, device)
+    constraints = _constraints(batch, config, vocab, device)
+    doc_min = _doc_min_lengths(batch, config, device)
     B, A, T, K = batch.batch_size, batch.n_agents, config.max_length, config.beam_size  # T: steps at most
     length_penalty = config.length_penalty
     width = model.vocab_size + batch.max_oov
@@ -679,9 +743,10 @@ def beam_search(model: StepModel, batch: Batch, config: SearchConfig | None = No
     n_cand = min(2 * K, K * width)
     for t in range(T):
         n_live = active.numel()
+        row_doc = active.repeat_interleave(K)
         log_probs, state, copy_pos, agent = _scored_step(
             model, enc, state, input_ids, tok_buf, t, config, width, n_oov[active].repeat_interleave(K), numbers,
-            active.repeat_interleave(K)
+            row_doc, constraints, None if doc_min is None else doc_min[row_doc]
         )
         cand = log_probs.add_(live.reshape(-1, 1))
         cand = cand.reshape(n_live, K * width)
@@ -820,6 +885,8 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     device = batch.src_ids.device
     B, T = batch.batch_size, config.max_length
     numbers = _source_numbers(model, batch, config, vocab, device)
+    constraints = _constraints(batch, config, vocab, device)
+    doc_min = _doc_min_lengths(batch, config, device)
     both = torch.cat([torch.arange(B), torch.arange(B)]).to(device)  # rows 0..B-1 sample, B..2B-1 greedy
     enc_both = (model.encode(batch) if enc is None else enc).select(both)
     state = model.init_state(enc_both)
@@ -830,7 +897,7 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
     inputs = torch.full((2 * B,), BOS_ID, dtype=torch.long, device=device)
     for t in range(T):
         log_probs, state, _ = filtered_step(model, enc_both, state, inputs, tokens, t, config, width, n_oov,
-                                            numbers, both)
+                                            numbers, both, constraints, None if doc_min is None else doc_min[both])
         sampled = torch.multinomial(log_probs[:B].exp(), 1, generator=generator).squeeze(1)
         chosen = torch.cat([sampled, log_probs[B:].argmax(-1)])
         chosen = chosen.masked_fill(done, PAD_ID)

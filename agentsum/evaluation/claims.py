@@ -34,10 +34,10 @@ evaluate``, ``lead3`` and ``extract`` report them for English beside ROUGE and t
   estimate of $880 million``) and numbers with no metric before them are counted apart
   (``numbers_estimates``, ``numbers_no_metric``). A number the source lacks counts as out of
   context. Years, bare one-digit numbers (``5``) and numbers written in words are not claims here.
-* **direction agreement**: of the summary's numbers with a direction word before them in their
-  sentence (``rose`` / ``up`` / ``increased`` against ``fell`` / ``down`` / ``decreased``), the
-  share whose source sentence holding the number (one that states the metric where there is one)
-  has the same direction nearest the number. A claim whose source sentences have no direction word
+* **direction agreement**: of the summary's numbers with a direction word in their sentence
+  (``rose`` / ``up`` / ``increased`` against ``fell`` / ``down`` / ``decreased``; the one nearest
+  the number, ties to the word before), the share whose source sentence holding the number (one
+  that states the metric where there is one) has the same direction nearest the number. A claim whose source sentences have no direction word
   cannot be checked and is counted apart (``direction_unverifiable``).
 * **malformed figures**: the share of summaries with a currency sign, a scale word or ``percent``
   that has no number (``$ common billion``, ``$, million``, ``$ per share``), or with units stacked
@@ -144,12 +144,12 @@ def _summary_metric(tokens: Sequence[str], i: int, found: list[tuple[int, int, s
     return metric, estimate
 
 
-def _direction_near(tokens: Sequence[str], i: int, before_only: bool) -> int | None:
-    """The direction word nearest the token ``i`` (only before it where ``before_only``; ties to the
-    word before), as +1 / -1, or None."""
+def _direction_near(tokens: Sequence[str], i: int) -> int | None:
+    """The direction word nearest the token ``i`` in its sentence (ties to the word before), as +1 /
+    -1, or None. The summary and the source are read alike, so a sentence copied whole agrees."""
     best, best_distance = None, None
     for j, token in enumerate(tokens):
-        if j == i or token not in DIRECTION_WORDS or (before_only and j > i):
+        if j == i or token not in DIRECTION_WORDS:
             continue
         if token == "up" and j + 1 < len(tokens) and tokens[j + 1] == "to":
             continue
@@ -199,12 +199,12 @@ def sentence_claims(tokens: Sequence[str], source: SourceClaims) -> list[Claim]:
         else:
             status = "in_context" if in_context else ("elsewhere" if in_source else "absent")
         sentences = in_context or sorted({k for k, _ in holding})
-        direction = _direction_near(tokens, i, before_only=True)
+        direction = _direction_near(tokens, i)
         source_direction = None
         if direction is not None and holding:
             candidates = [(k, at) for k, at in holding if k in in_context] or holding
             for k, at in candidates:
-                source_direction = _direction_near(source.sentences[k], at, before_only=False)
+                source_direction = _direction_near(source.sentences[k], at)
                 if source_direction is not None:
                     break
         claims.append(Claim(number.text, i, metric, status, in_source, sentences, direction, source_direction))
@@ -216,10 +216,15 @@ def sentence_claims(tokens: Sequence[str], source: SourceClaims) -> list[Claim]:
 _NUMBER_WORDS = frozenset(UNIT_WORDS) | frozenset(TENS_WORDS) | {"hundred", "a", "one"}
 
 
+def _digit_word(word: str) -> bool:
+    """``double-digit``, ``mid-single-digit``: a size in words that ``percent`` may follow."""
+    return word.endswith(("digit", "digits"))
+
+
 def malformed_figures(tokens: Sequence[str]) -> list[str]:
     """The malformed figures of a tokenized summary, as written: a currency sign with no numeral after
-    it, a scale word or percent with no numeral (or number word) before it, units stacked on one
-    numeral (``5 % million``, ``$ 5 percent``, ``5 million %``)."""
+    it, a scale word or percent with no numeral (or number word, or ``double-digit`` before percent)
+    before it, units stacked on one numeral (``5 % million``, ``$ 5 percent``, ``5 million %``)."""
     bad = []
     n = len(tokens)
     for i, token in enumerate(tokens):
@@ -230,7 +235,7 @@ def malformed_figures(tokens: Sequence[str]) -> list[str]:
         elif token in SCALES or token in PERCENT_WORDS:
             previous = tokens[i - 1] if i else ""
             if not (is_numeral(previous) or previous in _NUMBER_WORDS or previous in SCALES
-                    or previous in PERCENT_WORDS):
+                    or previous in PERCENT_WORDS or (token in PERCENT_WORDS and _digit_word(previous))):
                 bad.append(" ".join(tokens[max(i - 2, 0):i + 1]))
             elif previous in PERCENT_WORDS or (previous in SCALES and token in PERCENT_WORDS):
                 bad.append(" ".join(tokens[max(i - 2, 0):i + 1]))  # 5 % million, 5 % percent, 5 million %

@@ -70,11 +70,15 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
 
 
 def _search_fields(search_config: SearchConfig) -> dict:
-    """The search settings that matter for comparing runs, recorded beside the scores."""
+    """Every search setting, recorded beside the scores, so that two runs can be compared only when
+    they were decoded alike."""
     return dict(beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
                 no_repeat_ngram_size=search_config.ngram_block, repetition_penalty=search_config.repetition_penalty,
                 repeat_window=search_config.repeat_window, numbers_from_source=search_config.numbers_from_source,
-                min_length=search_config.min_length, max_length=search_config.max_length)
+                min_length=search_config.min_length, max_length=search_config.max_length,
+                min_length_ratio=search_config.min_length_ratio, length_penalty=search_config.length_penalty,
+                unk_replace=search_config.unk_replace, figure_grammar=search_config.figure_grammar,
+                source_periods=search_config.source_periods, numbers_in_context=search_config.numbers_in_context)
 
 
 class NoDocuments(DataError):

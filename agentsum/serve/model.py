@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from agentsum.data.dataset import Document, source_view, to_batch
+from agentsum.decoding.constraints import ConstraintError, check_vocabulary
 from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
 from agentsum.decoding.provenance import provenance as word_provenance
 from agentsum.decoding.search import SearchConfig
@@ -64,12 +65,19 @@ class ServedModel:
                                      ("no_repeat_ngram_size", req.no_repeat_ngram_size),
                                      ("repetition_penalty", req.repetition_penalty),
                                      ("repeat_window", req.repeat_window),
-                                     ("numbers_from_source", req.numbers_from_source))
+                                     ("numbers_from_source", req.numbers_from_source),
+                                     ("figure_grammar", req.figure_grammar), ("source_periods", req.source_periods),
+                                     ("numbers_in_context", req.numbers_in_context))
                    if v is not None}
         if req.max_length is not None and req.min_length is None:
             changes["min_length"] = min(self.config.search.min_length, req.max_length)
         try:
-            return self.summarizer.search_config(**changes)
+            search = self.summarizer.search_config(**changes)
+            check_vocabulary(self.summarizer.vocab, figure_grammar=search.figure_grammar,
+                             source_periods=search.source_periods, numbers_in_context=search.numbers_in_context)
+            return search
+        except ConstraintError as e:
+            raise RequestError(422, f"invalid request: {e}") from None
         except ValueError as e:  # e.g. min_length > the checkpoint's default max_length
             if "min_length" in changes and "max_length" not in changes:
                 raise RequestError(422, f"invalid request: min_length ({changes['min_length']}) is larger than "

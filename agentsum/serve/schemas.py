@@ -90,6 +90,15 @@ class SummarizeRequest(BaseModel):
     numbers_from_source: StrictBool | None = Field(
         None, description="true: a number may be copied from the text but never generated, so every number of the "
                           "summary is in the text (default: the model's; on for the ECTSum presets)")
+    figure_grammar: StrictBool | None = Field(
+        None, description="true: a currency sign only before a number, scale words and percent only after one, never "
+                          "two units on one number (default: the model's)")
+    source_periods: StrictBool | None = Field(
+        None, description="true: a period (q3, fy, first quarter) only where the text states it and it agrees with "
+                          "the quarter the text reports (a later period in guidance)")
+    numbers_in_context: StrictBool | None = Field(
+        None, description="true: a number in a summary sentence that has named a metric is copied only from "
+                          "sentences of the text stating that metric, for the sentence's period")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
     provenance: StrictBool = Field(False, description="include where every summary word came from: copied or "
                                                       "generated, the source word and agent it drew most from, each "

@@ -18,7 +18,7 @@ with the same settings is not decoded again, so the script can follow runs that 
     python benchmarks/studies/quality_curve.py runs/samsum-m1 runs/samsum-m6 \
         --data ../shared/data/samsum/valid.jsonl --docs 300 --out benchmarks/results/samsum \
         --beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 \
-        --repeat-window 0 --numbers-from-source off
+        --repeat-window 0 --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off
 
 writes ``OUT/curve.jsonl``, ``OUT/curve.png`` (ROUGE-1 and ROUGE-2 against minutes) and prints the table.
 """

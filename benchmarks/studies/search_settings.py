@@ -28,7 +28,8 @@ FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig) if f.name != "bl
 SHORT = {"beam_size": "beam", "min_length": "min", "max_length": "max", "no_repeat_ngram_size": "ngram block",
          "repetition_penalty": "repetition penalty", "repeat_window": "repeat window",
          "numbers_from_source": "numbers from source", "length_penalty": "length penalty",
-         "unk_replace": "unk replace"}
+         "unk_replace": "unk replace", "min_length_ratio": "min length ratio", "figure_grammar": "figure grammar",
+         "source_periods": "source periods", "numbers_in_context": "numbers in context"}
 
 
 def settings_of(search: SearchConfig) -> dict:
@@ -38,7 +39,7 @@ def settings_of(search: SearchConfig) -> dict:
 
 def recorded(record: dict) -> dict:
     """The settings a ``scores.json`` or ``curve.jsonl`` record holds, old or new."""
-    settings = {name: record[name] for name in FIELDS if record.get(name) is not None}
+    settings = {name: record[name] for name in FIELDS if name in record}  # None is a value: min_length_ratio off
     if "beam_size" not in settings and record.get("beam") is not None:  # curve.jsonl before the full record
         settings["beam_size"] = record["beam"]
     if "no_repeat_ngram_size" not in settings and record.get("block_trigrams") is not None:

@@ -44,7 +44,8 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 #: 422 answers an "accepted" body may still get: the text holds nothing to summarize, or limits the schema
 #: does not express.
-ACCEPTED_REFUSALS = ("empty or only whitespace", "no words to summarize", "too many texts", "is larger than")
+ACCEPTED_REFUSALS = ("empty or only whitespace", "no words to summarize", "too many texts", "is larger than",
+                     "so it writes no figure to constrain", "so it writes no period to constrain")  # UNSTATABLE
 
 _lock = threading.Lock()
 
@@ -138,8 +139,10 @@ def test_fuzz_openapi(api_schema, method, path, run, examples):
 
 
 #: The refusals of schema-valid bodies that no JSON Schema can state: a text without a letter or digit
-#: (Unicode categories), and min_length above max_length (a relation between two fields).
-UNSTATABLE = ("no words to summarize", "is larger than")
+#: (Unicode categories), min_length above max_length (a relation between two fields), and a claim
+#: constraint the served model's vocabulary cannot honour (a property of the model, not the request).
+UNSTATABLE = ("no words to summarize", "is larger than", "so it writes no figure to constrain",
+              "so it writes no period to constrain")
 
 
 @pytest.mark.parametrize("mode", ["positive", "negative"])

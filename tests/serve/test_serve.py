@@ -640,3 +640,32 @@ def test_the_calls_models_numbers_come_back_with_their_claims(tiny_run):
     for record in records.values():
         assert record["claim"] in ("in_context", "elsewhere", "absent")
         assert set(record) == {"supported", "occurrences", "claim", "metric", "context_occurrences"}
+
+
+def test_claim_constraints_apply_and_are_checked(client, monkeypatch):
+    """figure_grammar, source_periods and numbers_in_context reach the search; a vocabulary that cannot
+    honour one is a 422 naming it (the tiny model's words are animals, places and verbs: no numeral,
+    no period); a value that is not a boolean is refused naming the field."""
+    import agentsum.decoding.search
+    import agentsum.serve.model
+    import agentsum.summarizer
+
+    text = "The cat saw 12 dogs near the park in the third quarter. The owl met 3,000 foxes near the river."
+    for name in ("figure_grammar", "source_periods", "numbers_in_context"):
+        r = client.post("/v1/summarize", json={"text": text, name: True})
+        assert r.status_code == 422 and f"search.{name}" in r.text, (name, r.text)
+        r = client.post("/v1/summarize", json={"text": text, name: "yes"})
+        assert r.status_code == 422 and name in r.text, (name, r.text)
+    # with the vocabulary check and the constraints themselves stubbed, the request's values reach search
+    seen, real = [], agentsum.summarizer.search
+
+    def spy(model, batch, config, **kw):
+        seen.append((config.figure_grammar, config.source_periods, config.numbers_in_context))
+        return real(model, batch, config, **kw)
+
+    monkeypatch.setattr(agentsum.summarizer, "search", spy)
+    monkeypatch.setattr(agentsum.serve.model, "check_vocabulary", lambda vocab, **options: None)
+    monkeypatch.setattr(agentsum.decoding.search, "_constraints", lambda *args: None)
+    r = client.post("/v1/summarize", json={"text": text, "figure_grammar": True, "numbers_in_context": False})
+    assert r.status_code == 200, r.text
+    assert seen[-1] == (True, False, False)

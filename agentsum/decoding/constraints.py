@@ -1,0 +1,375 @@
+"""Claims in search: constraints that keep a summary's figures well formed, its periods the source's,
+and its numbers in the context the summary states them for.
+
+Three options of :class:`~agentsum.decoding.search.SearchConfig`, each off by default, read text as
+the claim figures measure it (:mod:`agentsum.data.figures`, :mod:`agentsum.evaluation.claims`):
+
+* ``figure_grammar``: a currency sign only before a number (after ``$`` the next token is a numeral
+  or the ``(`` of an accounting negative; no sign as a summary's last token); scale words (``million``) and percent (``%``,
+  ``percent``, ``pct``) only right after a numeral; never two units on one number (no scale or
+  percent after a scale or percent, no percent after ``$ 5``). ``$ per share``, ``$ common
+  billion`` and ``5 % million`` cannot be written.
+* ``source_periods``: a period token is written only where the source states that period, and
+  where it agrees with the document's reporting period as the period-agreement figure judges it
+  (:func:`agentsum.data.figures.mention_agrees`): in a sentence about results, only the quarter the
+  call reports (and the full year only in a fourth-quarter call); in a forward-looking sentence
+  (``sees``, ``expects`` ... earlier in the sentence), only a later period. Period tokens are
+  ``q1``-``q4``, ``1q``-``4q``, ``h1``, ``h2``, ``fy`` (and ``fy21``), ``quarter`` / ``half`` after
+  an ordinal (``first quarter``) and ``year`` after ``full`` or ``fiscal``. Where the source names
+  no quarter, only the first rule holds.
+* ``numbers_in_context``: a number copied inside a summary sentence that has named a metric draws
+  its copy mass only from source sentences that state that metric (the lexicon of
+  ``agentsum/data/metrics.yaml``, the nearest metric phrase before the number, as the figure reads
+  it), and of the period the summary sentence is about: a source sentence that names the full year
+  supplies numbers only to a summary sentence about the full year, one that names a quarter only to
+  a sentence about that quarter (or about the reported quarter, where the summary names none), and
+  a number the source states as a comparison (``compared to $0.64 a year ago``, ``from $0.64 to
+  $0.31``: after ``from``, ``versus``, ``compared`` ... or before ``a year ago``, ``last year``,
+  ``prior year``) supplies none. Its copy weight elsewhere is set to 0, so its probability is the
+  copy mass of the allowed positions only (not renormalised). Numerals are copy-only under this
+  option (as with ``numbers_from_source``), or a generated numeral would bypass it.
+
+  Choice: the lexicon, not the content words the summary sentence shares with a source sentence,
+  because the metric is what a reader checks a figure against, it is what the figure measures,
+  and a summary sentence's content words before a number are mostly the metric phrase and period
+  words ("q3 adjusted ebitda"), which the lexicon reads with its synonyms; shared content words
+  would also pass a sentence that names the metric only as a comparison. Choice: the period with
+  the metric, because a third of the calls model's wrong figures are right numbers for another
+  period (../shared/reviews/claims.md), which the metric alone cannot see.
+
+A constraint needs a vocabulary of words (an English one with numerals); a model whose vocabulary
+holds no numeral (a Chinese model) cannot honour ``figure_grammar`` or ``numbers_in_context``, and
+one without period tokens cannot honour ``source_periods``: :class:`ConstraintError` names the
+option.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from agentsum.data.batch import Batch
+from agentsum.data.figures import (COMPARISON_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS, QUARTER, Mention,
+                                   Period, document_period, lexicon, mention_agrees, period_mentions)
+from agentsum.data.numerals import SCALES, is_numeral
+from agentsum.data.text import SENTENCE_END
+from agentsum.data.vocab import Vocabulary
+
+__all__ = ["ConstraintError", "ClaimConstraints", "check_vocabulary", "CURRENCY", "PERCENT_TOKENS"]
+
+NEG_INF = float("-inf")
+CURRENCY = frozenset({"$", "€", "£", "¥"})
+PERCENT_TOKENS = frozenset({"%", "percent", "pct"})
+#: words after a number that make it a comparison value (``$0.64 a year ago``)
+_AGO_AFTER = (("a", "year", "ago"), ("year", "ago"), ("last", "year"), ("prior", "year"), ("year-ago",),
+              ("prior-year",), ("the", "prior", "year"), ("the", "year-ago"))
+#: words that, nearest before a number, make it the period's own value rather than a comparison
+_VALUE_CUES = frozenset("to of was were is reached totaled totalled at by".split())
+#: a full-year source sentence
+_FULL_YEAR_WORDS = frozenset({"full-year", "annual", "fy"})
+_WINDOW = 6  # tokens read before a number for its cue
+
+
+class ConstraintError(ValueError):
+    """A constraint that the model's vocabulary cannot honour (no numerals, no period tokens);
+    ``option`` is the SearchConfig field asked for."""
+
+    def __init__(self, option: str, reason: str):
+        super().__init__(f"search.{option}: {reason}")
+        self.option = option
+
+
+def _period_token(word: str, previous: str) -> Mention | None:
+    """The period a token names with the token before it (``quarter`` after ``first``), or None."""
+    if word in ("quarter", "quarters", "half") and previous in ORDINALS:
+        return Mention(QUARTER if word != "half" else HALF, ORDINALS[previous], None, 0, f"{previous} {word}")
+    if word in ("year", "-year") and previous in ("full", "fiscal"):
+        return Mention(FULL_YEAR, None, None, 0, f"{previous} {word}")
+    if word in ORDINALS:
+        return None  # "first" alone is not a period: "quarter" after it is judged
+    found = period_mentions([word])
+    return found[0] if len(found) == 1 and found[0].kind in (QUARTER, HALF, FULL_YEAR) else None
+
+
+_PAIR_WORDS = ("quarter", "quarters", "half", "year", "-year")
+
+
+def check_vocabulary(vocab: Vocabulary, *, figure_grammar: bool = False, source_periods: bool = False,
+                     numbers_in_context: bool = False) -> None:
+    """Raise :class:`ConstraintError`, naming the option, when the vocabulary cannot honour a
+    constraint asked for: no numeral (``figure_grammar``, ``numbers_in_context``), no period token
+    (``source_periods``)."""
+    if figure_grammar or numbers_in_context:
+        if not any(is_numeral(w) for w in vocab.itos):
+            option = "figure_grammar" if figure_grammar else "numbers_in_context"
+            raise ConstraintError(option, "the model's vocabulary holds no numeral, so it writes no figure to "
+                                          "constrain (a Chinese model, or one trained without numbers)")
+    if source_periods and not any(_period_token(w, "") is not None or w in _PAIR_WORDS for w in vocab.itos):
+        raise ConstraintError("source_periods", "the model's vocabulary holds no period token (q1-q4, fy, "
+                                                "quarter ...), so it writes no period to constrain")
+
+
+def _comparison_value(tokens: list[str], i: int) -> bool:
+    """The numeral at ``tokens[i]`` is stated as a comparison: the nearest cue word before it (within
+    a few tokens) is a comparison word, or a year-ago phrase follows it closely."""
+    for j in range(i - 1, max(i - _WINDOW, -1), -1):
+        if tokens[j] in COMPARISON_WORDS or tokens[j] == "versus":
+            return True
+        if tokens[j] in _VALUE_CUES:
+            break
+    after = tuple(tokens[i + 1:i + 7])
+    return any(after[k:k + len(p)] == p for p in _AGO_AFTER for k in range(0, 4))
+
+
+class ClaimConstraints:
+    """The claim constraints of one batch (module docstring). ``words[b]`` maps document b's extended
+    ids to words; masks are (B, V_ext) over each document's extended vocabulary."""
+
+    def __init__(self, vocab: Vocabulary, batch: Batch, device: torch.device, *, figure_grammar: bool = False,
+                 source_periods: bool = False, numbers_in_context: bool = False, max_length: int | None = None):
+        self.figure_grammar, self.source_periods = figure_grammar, source_periods
+        self.max_length = max_length
+        self.numbers_in_context = numbers_in_context
+        self.words = [list(vocab.itos) + list(oovs) + [""] * (batch.max_oov - len(oovs)) for oovs in batch.oov_words]
+
+        def mask(test) -> torch.Tensor:
+            return torch.tensor([[bool(w) and test(w) for w in words] for words in self.words], dtype=torch.bool)
+
+        check_vocabulary(vocab, figure_grammar=figure_grammar, source_periods=source_periods,
+                         numbers_in_context=numbers_in_context)
+        self.numeral = mask(is_numeral)
+        self.currency = mask(lambda w: w in CURRENCY)
+        self.percent = mask(lambda w: w in PERCENT_TOKENS)
+        self.unit = self.percent | mask(lambda w: w in SCALES)
+        self.paren = mask(lambda w: w == "(")
+        self.end = mask(lambda w: w in SENTENCE_END)
+        self.forward = mask(lambda w: w in FORWARD_WORDS)
+        self.device = device
+        self.sources = [[t for agent in agents for t in agent] for agents in batch.src_tokens]
+        self.periods: list[Period | None] = []
+        if source_periods or numbers_in_context:
+            self.periods = [document_period(_sentences(tokens)) for tokens in self.sources]
+        if source_periods:
+            self._build_periods(vocab, batch)
+        if numbers_in_context:
+            self._build_context(batch)
+        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward"):
+            setattr(self, name, getattr(self, name).to(device))
+
+    # ------------------------------------------------------------------------------ periods
+
+    def _build_periods(self, vocab: Vocabulary, batch: Batch) -> None:
+        """allowed[b, f]: (V_ext,) bool, the tokens document b allows in a sentence that is (f = 1)
+        or is not (f = 0) forward-looking, for tokens that are periods by themselves; after[b][f]:
+        for a token pair (previous word, word), whether it is allowed."""
+        self.pair_ids = {w: vocab.stoi[w] for w in _PAIR_WORDS if w in vocab.stoi}
+        B, width = len(self.words), len(self.words[0])
+        self.allowed = torch.ones((B, 2, width), dtype=torch.bool)
+        self.pair_rules: list[dict[tuple[str, int], bool]] = []
+        for b, words in enumerate(self.words):
+            stated = {(m.kind, m.value) for s in _sentences(self.sources[b]) for m in period_mentions(s)}
+            period = self.periods[b]
+
+            def ok(m: Mention, forward: bool) -> bool:
+                if (m.kind, m.value) not in stated and not (m.kind == FULL_YEAR and (FULL_YEAR, None) in stated):
+                    return False
+                return period is None or mention_agrees(m, period, forward) is not False
+
+            for i, w in enumerate(words):
+                m = _period_token(w, "") if w else None
+                if m is not None:
+                    self.allowed[b, 0, i], self.allowed[b, 1, i] = ok(m, False), ok(m, True)
+            rules = {}
+            for previous in (*ORDINALS, "full", "fiscal"):
+                for word in self.pair_ids:
+                    m = _period_token(word, previous)
+                    if m is not None:
+                        rules[(previous, 0, word)], rules[(previous, 1, word)] = ok(m, False), ok(m, True)
+            self.pair_rules.append(rules)
+        self.allowed = self.allowed.to(self.device)
+
+    def _forward_rows(self, history: torch.Tensor, t: int, row_doc: torch.Tensor) -> torch.Tensor:
+        """(N,) bool: the row's current sentence (since its last . ! ?) holds a forward word."""
+        if t == 0:
+            return torch.zeros(row_doc.shape, dtype=torch.bool, device=self.device)
+        h = history[:, :t].to(self.device)
+        docs = row_doc.to(self.device).unsqueeze(1).expand_as(h)
+        is_end, is_forward = self.end[docs, h], self.forward[docs, h]
+        positions = torch.arange(t, device=self.device).expand_as(h)
+        last_end = torch.where(is_end, positions, torch.full_like(positions, -1)).max(1, keepdim=True).values
+        return (is_forward & (positions > last_end)).any(1)
+
+    # ------------------------------------------------------------------------------ context
+
+    def _build_context(self, batch: Batch) -> None:
+        """For every document: the flat source positions (a * S + i) of its numerals, each with the
+        metrics and period tags of its sentence and whether it is a comparison value."""
+        lex = lexicon()
+        A, S = batch.src_ext_ids.shape[1:]
+        self.L = A * S
+        self.context: list[list[tuple[int, frozenset, frozenset]]] = []  # (position, metrics, periods)
+        for agents in batch.src_tokens:
+            entries = []
+            for a, tokens in enumerate(agents):
+                tokens = tokens[:S]
+                for start, end in _spans(tokens):
+                    sentence = tokens[start:end]
+                    metrics = frozenset(lex.metrics_of(sentence))
+                    periods = _sentence_periods(sentence)
+                    for i in range(start, end):
+                        if is_numeral(tokens[i]) and not _comparison_value(tokens, i):
+                            entries.append((a * S + i, metrics, periods))
+            self.context.append(entries)
+        self.numeral_positions = torch.zeros((len(self.context), self.L), dtype=torch.bool)
+        for b, agents in enumerate(batch.src_tokens):
+            for a, tokens in enumerate(agents):
+                for i, token in enumerate(tokens[:S]):
+                    if is_numeral(token):
+                        self.numeral_positions[b, a * S + i] = True
+        self._cache: dict[tuple[int, str, str], torch.Tensor] = {}
+
+    def copy_keep(self, history: torch.Tensor, t: int, row_doc: torch.Tensor) -> torch.Tensor | None:
+        """(N, L) float: 1 where each row may copy from, 0 at the numerals of source sentences that do
+        not state the metric (and period) of the row's current summary sentence. None: no row is
+        restricted (no constraint, or no row's sentence has named a metric)."""
+        if not self.numbers_in_context or t == 0:
+            return None
+        lex = lexicon()
+        rows = history[:, :t].tolist()
+        docs = row_doc.tolist()
+        keep = None
+        for r, (row, d) in enumerate(zip(rows, docs)):
+            words = self.words[d]
+            sentence = []
+            for token in reversed(row):
+                word = words[token] if token < len(words) else ""
+                if word in SENTENCE_END:
+                    break
+                sentence.append(word)
+            sentence.reverse()
+            found = lex.find(sentence)
+            if not found:
+                continue
+            metric = found[-1][2]
+            period = _summary_period(sentence)
+            key = (d, metric, period)
+            mask = self._cache.get(key)
+            if mask is None:
+                mask = self._context_mask(d, metric, period)
+                self._cache[key] = mask
+            if keep is None:
+                keep = torch.ones((len(rows), self.L), dtype=torch.float32)
+            keep[r] = mask
+        return None if keep is None else keep.to(self.device)
+
+    def _context_mask(self, d: int, metric: str, period: str) -> torch.Tensor:
+        """(L,) float: 0 at document d's numerals that may not supply a number stated for
+        ``metric`` in a summary sentence about ``period``, 1 elsewhere."""
+        mask = (~self.numeral_positions[d]).float()
+        reported = self.periods[d]
+        for position, metrics, periods in self.context[d]:
+            if metric not in metrics:
+                continue
+            if period == "fy":
+                fits = "fy" in periods
+            elif period.startswith("q"):
+                fits = period in periods or (not periods and reported is not None and period == f"q{reported.quarter}")
+            else:  # the summary names no period: the reported one
+                fits = not periods or (reported is not None and f"q{reported.quarter}" in periods)
+            if fits:
+                mask[position] = 1.0
+        return mask
+
+    # ------------------------------------------------------------------------------ the filter
+
+    def filter(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, row_doc: torch.Tensor) -> torch.Tensor:
+        """Forbid (-inf, in place) what ``figure_grammar`` and ``source_periods`` rule out at step t.
+        log_probs (N, V_ext); history (N, >= t); row_doc (N,) the document of every row."""
+        docs = row_doc.to(log_probs.device)
+        if self.figure_grammar:
+            self._figure_grammar(log_probs, history, t, docs)
+        if self.source_periods:
+            self._periods(log_probs, history, t, docs)
+        return log_probs
+
+    def _figure_grammar(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, docs: torch.Tensor) -> None:
+        unit = self.unit[docs]
+        if self.max_length is not None and t == self.max_length - 1:  # the last token: no sign left dangling
+            log_probs.masked_fill_(self.currency[docs], NEG_INF)
+        if t == 0:
+            log_probs.masked_fill_(unit, NEG_INF)
+            return
+        last = history[:, t - 1].to(log_probs.device)
+        after_numeral = self.numeral[docs, last]
+        # no unit except right after a numeral (this also forbids a unit after a unit)
+        log_probs.masked_fill_(unit & ~after_numeral.unsqueeze(1), NEG_INF)
+        # after a currency sign (or its "("), only a numeral, or "(" right after the sign
+        after_sign = self.currency[docs, last]
+        after_paren = self.paren[docs, last]
+        if t >= 2:
+            previous = history[:, t - 2].to(log_probs.device)
+            after_paren &= self.currency[docs, previous]
+            # $ 5: no percent after an amount of money
+            money = after_numeral & self.currency[docs, previous]
+            log_probs.masked_fill_(self.percent[docs] & money.unsqueeze(1), NEG_INF)
+        else:
+            after_paren = torch.zeros_like(after_paren)
+        last_step = self.max_length is not None and t >= self.max_length - 2  # "$ (" needs two more tokens
+        allowed = self.numeral[docs] | (self.paren[docs] & after_sign.unsqueeze(1) & (not last_step))
+        log_probs.masked_fill_(~allowed & (after_sign | after_paren).unsqueeze(1), NEG_INF)
+
+    def _periods(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, docs: torch.Tensor) -> None:
+        forward = self._forward_rows(history, t, docs)
+        log_probs.masked_fill_(~self.allowed[docs, forward.long()], NEG_INF)
+        if t == 0 or not self.pair_ids:
+            return
+        last = history[:, t - 1].tolist()
+        for r, (token, d, f) in enumerate(zip(last, docs.tolist(), forward.tolist())):
+            previous = self.words[d][token] if token < len(self.words[d]) else ""
+            if previous not in ORDINALS and previous not in ("full", "fiscal"):
+                continue
+            for word, i in self.pair_ids.items():
+                if not self.pair_rules[d].get((previous, int(f), word), True):
+                    log_probs[r, i] = NEG_INF
+
+
+def _spans(tokens: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of every sentence of a token list (ending at . ! ?)."""
+    spans, start = [], 0
+    for i, token in enumerate(tokens):
+        if token in SENTENCE_END:
+            spans.append((start, i + 1))
+            start = i + 1
+    if start < len(tokens):
+        spans.append((start, len(tokens)))
+    return spans
+
+
+def _sentences(tokens: list[str]) -> list[list[str]]:
+    return [[t.lower() for t in tokens[s:e]] for s, e in _spans(tokens)]
+
+
+def _sentence_periods(sentence: list[str]) -> frozenset:
+    """The period tags of a source sentence: ``fy`` where it names the full year (``full year``,
+    ``fiscal year``, ``fiscal 2021``, ``full-year``, ``annual``, ``fy``), ``qK`` for each quarter it
+    names (comparisons included: the sentence is about that quarter too)."""
+    tags = set()
+    for m in period_mentions(sentence):
+        if m.kind == FULL_YEAR:
+            tags.add("fy")
+        elif m.kind == QUARTER:
+            tags.add(f"q{m.value}")
+    if not _FULL_YEAR_WORDS.isdisjoint(sentence) or ("for", "the", "year") in zip(sentence, sentence[1:], sentence[2:]):
+        tags.add("fy")
+    return frozenset(tags)
+
+
+def _summary_period(sentence: list[str]) -> str:
+    """What a summary sentence so far is about: ``fy``, ``qK`` (its last period mention), or
+    ``current`` where it names neither."""
+    period = "current"
+    for m in period_mentions(sentence):
+        if m.kind == FULL_YEAR:
+            period = "fy"
+        elif m.kind == QUARTER:
+            period = f"q{m.value}"
+    return period
