@@ -267,14 +267,13 @@ def _explained(summarizer, examples, search_config, batch_size: int, shown) -> l
     from agentsum.data.dataset import NO_WORDS, has_words
     from agentsum.data.records import DataError
     from agentsum.decoding.provenance import ProvenanceError
-    from agentsum.evaluation.number_links import number_links
 
     docs = summarizer.prepare_examples(examples)
     empty = ["<stdin>" if e.origin == "-" else e.origin for e, d in zip(examples, docs) if not has_words(d)]
     if empty:
         raise DataError(f"{', '.join(empty)}: {NO_WORDS}")
     try:
-        results = summarizer.explain_documents(docs, search_config, batch_size, numbers=number_links)
+        results = summarizer.explain_documents(docs, search_config, batch_size)
     except ProvenanceError as e:
         raise ConfigError(f"--provenance: {e}") from None
     if shown is not None:

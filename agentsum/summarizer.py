@@ -38,6 +38,7 @@ from agentsum.data.corpus import Example
 from agentsum.data.dataset import (NO_WORDS, Document, has_words, kept_tokens, prepare_all, sorted_batches,
                                    source_view)
 from agentsum.data.language import text_processor
+from agentsum.data.number_links import number_links
 from agentsum.data.records import DataError
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
@@ -52,9 +53,8 @@ LONG_TEXT_FACTOR = 4
 _WORD = re.compile(r"\S+")
 #: What reads a summary's numbers against its source for :meth:`Summarizer.explain`: (the summary's
 #: tokens, the source's tokens as the agents read them, in order) -> {summary token position: record}.
-#: The service and ``agentsum summarize --provenance`` pass
-#: :func:`agentsum.evaluation.number_links.number_links`; it is passed in, not imported here, because
-#: evaluation decodes through this module (imports go one way).
+#: The default, :func:`agentsum.data.number_links.number_links`, gives the record of the service and
+#: ``agentsum summarize --provenance``.
 NumberReader = Callable[[Sequence[str], Sequence[str]], dict]
 
 
@@ -198,7 +198,7 @@ class Summarizer:
 
     # ------------------------------------------------------------------------------ provenance
     @torch.no_grad()
-    def explain(self, texts: str | Sequence[str], *, batch_size: int = 16, numbers: NumberReader | None = None,
+    def explain(self, texts: str | Sequence[str], *, batch_size: int = 16, numbers: NumberReader | None = number_links,
                 **search) -> dict | list[dict]:
         """Summaries with the provenance of every word (:mod:`agentsum.decoding.provenance`), for one
         text (a dict) or each text of a list. ``search``: decoding settings, as :meth:`search_config`.
@@ -210,10 +210,10 @@ class Summarizer:
         (the position within the agent); ``sentences``, one per summary sentence: ``text``, ``start``
         and ``end`` (its words), ``source_sentences`` (``agent``, ``line``, ``start``/``end`` within the
         agent, ``share`` of the sentence's summed attention, ``text`` as written). Every count starts at 0.
-        With ``numbers`` (:data:`NumberReader`: pass
-        :func:`agentsum.evaluation.number_links.number_links` for the record the service and
-        ``agentsum summarize --provenance`` give), each word also has ``number``: its record for a
-        number word, else None.
+        Each word also has ``number``: its record for a number word (where the source states it and,
+        for a figure, whether for the metric the summary names: :func:`agentsum.data.number_links.number_links`,
+        the record the service and ``agentsum summarize --provenance`` give), else None;
+        ``numbers=None`` leaves it out, another :data:`NumberReader` replaces it.
         A checkpoint without a copy mechanism is a :class:`~agentsum.decoding.provenance.ProvenanceError`.
         """
         single = isinstance(texts, str)
@@ -229,7 +229,7 @@ class Summarizer:
 
     @torch.no_grad()
     def explain_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
-                          numbers: NumberReader | None = None) -> list[dict]:
+                          numbers: NumberReader | None = number_links) -> list[dict]:
         """:meth:`explain` for prepared documents (with their articles), in order."""
         training = self.model.training
         self.model.eval()
@@ -246,7 +246,7 @@ class Summarizer:
         return results
 
     def explained(self, doc: Document, tokens: list[str], rows: list[dict], tokens_per_agent: int,
-                  numbers: NumberReader | None = None) -> dict:
+                  numbers: NumberReader | None = number_links) -> dict:
         """One document's :meth:`explain` result from its written tokens and their provenance rows;
         with ``numbers``, each word's ``number`` record (the one place it is added: the service, the
         CLI and :meth:`explain` all come here)."""

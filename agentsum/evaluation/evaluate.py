@@ -18,7 +18,8 @@ from agentsum.data.corpus import Example
 from agentsum.data.dataset import Document
 from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
-from agentsum.evaluation.claims import ClaimCounts, SourceClaims, claim_figures, claim_scores, document_claims
+from agentsum.data.claims import SourceClaims
+from agentsum.evaluation.claims import ClaimCounts, claim_figures, claim_scores, document_claims
 from agentsum.evaluation.numbers import (NumberCounts, document_numbers, document_row, number_figures,
                                         number_scores)
 from agentsum.evaluation.repetition import repetition_scores

@@ -22,7 +22,6 @@ from agentsum.decoding.constraints import ConstraintError, check_vocabulary
 from agentsum.decoding.copying import cascaded_attention, padded_ids, source_word, teacher_forced
 from agentsum.decoding.provenance import provenance as word_provenance
 from agentsum.decoding.search import SearchConfig
-from agentsum.evaluation.number_links import number_links
 from agentsum.serve.schemas import TOP_K, RequestError, SummarizeRequest
 from agentsum.summarizer import Summarizer
 
@@ -122,12 +121,12 @@ class ServedModel:
     def provenance(self, batch, token_ids: list[list[int]], words: list[list[str]], docs: Sequence[Document]
                    ) -> list[dict]:
         """Per document, :meth:`Summarizer.explained`'s words and sentences, each number word with its
-        record (:func:`agentsum.evaluation.number_links.number_links`), as ``agentsum summarize
+        record (:func:`agentsum.data.number_links.number_links`), as ``agentsum summarize
         --provenance`` gives them."""
         rows = word_provenance(self.summarizer.model, batch, token_ids)
         out = []
         for doc, tokens, row in zip(docs, words, rows):
-            explained = self.summarizer.explained(doc, tokens, row, batch.src_ids.size(2), numbers=number_links)
+            explained = self.summarizer.explained(doc, tokens, row, batch.src_ids.size(2))
             out.append({"words": explained["words"], "sentences": explained["sentences"]})
         return out
 

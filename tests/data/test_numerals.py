@@ -3,7 +3,7 @@
 import pytest
 
 from agentsum.data.numerals import is_numeral
-from agentsum.evaluation.numbers import read_numbers
+from agentsum.data.numbers import read_numbers
 
 
 @pytest.mark.parametrize("token", ["5", "2021", "2.5", "1,000", "452.2", ".5", "1.5m", "3bn", "50bps", "3-4",

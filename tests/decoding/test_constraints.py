@@ -15,7 +15,7 @@ from agentsum.decoding.constraints import ClaimConstraints, ConstraintError
 from agentsum.decoding.search import SearchConfig, SourceNumbers, beam_search, filtered_step
 from agentsum.models.base import Attention
 from agentsum.models.pointer import CopyDistribution
-from agentsum.evaluation.claims import malformed_figures
+from agentsum.data.claims import malformed_figures
 from agentsum.models import build_model
 
 CALL = tokenize(

@@ -210,7 +210,7 @@ def test_cli_summarize_provenance_prints_json_lines_and_names_the_option_where_i
 
 def test_the_cli_the_service_and_explain_give_every_word_the_same_number_record(tiny_run, tmp_path, capsys):
     """One record for a summary's numbers, added in Summarizer.explained: ``agentsum summarize
-    --provenance``, POST /v1/summarize with "provenance" and Summarizer.explain(numbers=number_links)
+    --provenance``, POST /v1/summarize with "provenance" and Summarizer.explain (its default reader)
     give the same words, each with its ``number`` (None for a word that is not a number)."""
     import json
 
@@ -218,7 +218,7 @@ def test_the_cli_the_service_and_explain_give_every_word_the_same_number_record(
 
     from agentsum import Summarizer
     from agentsum.cli import main
-    from agentsum.evaluation.number_links import number_links
+    from agentsum.data.number_links import number_links
     from agentsum.serve.app import create_app
 
     text = "The fox chased 3 crows near the river on 12 May. The owl watched 2.5 hares. The cat ate 40 frogs."
@@ -232,14 +232,14 @@ def test_the_cli_the_service_and_explain_give_every_word_the_same_number_record(
     assert r.status_code == 200, r.text
     api = r.json()["summaries"][0]["provenance"]
     summarizer = Summarizer(tiny_run["checkpoint"], device="cpu")
-    python = summarizer.explain(text, min_length=8, numbers=number_links)
+    python = summarizer.explain(text, min_length=8)  # the default number reader: number_links
     assert cli["words"] == api["words"] == python["words"]
     assert cli["sentences"] == api["sentences"] == python["sentences"]
     (doc,) = summarizer.prepare([text])
     expected = number_links([w["token"] for w in python["words"]], [t for agent in doc.agents for t in agent])
     assert [w["number"] for w in python["words"]] == [expected.get(j) for j in range(len(python["words"]))]
-    # without a reader, explain gives no number records
-    assert "number" not in summarizer.explain(text, min_length=8)["words"][0]
+    # numbers=None leaves the records out
+    assert "number" not in summarizer.explain(text, min_length=8, numbers=None)["words"][0]
 
 
 def test_explain_hands_the_number_reader_the_written_tokens_and_the_source_as_the_agents_read_it(tiny_run):

@@ -9,8 +9,8 @@ import pytest
 from agentsum.cli import main
 from agentsum.data.text import tokenize
 from agentsum.data.figures import Lexicon, Period, document_period, lexicon, mention_agrees, period_mentions
-from agentsum.evaluation.claims import (ClaimCounts, SourceClaims, claim_scores, document_claims, malformed_figures,
-                                        sentence_claims)
+from agentsum.data.claims import SourceClaims, malformed_figures, sentence_claims
+from agentsum.evaluation.claims import ClaimCounts, claim_scores, document_claims
 
 # A call that reports its second quarter: it names the first quarter only as a comparison.
 CALL = "\n".join([

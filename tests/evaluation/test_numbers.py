@@ -17,8 +17,8 @@ from agentsum.data.vocab import UNK_ID, Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.decoding.search import SearchConfig
 from agentsum.evaluation.evaluate import evaluate_corpus, write_results
-from agentsum.evaluation.numbers import (NumberCounts, document_numbers, matches, number_scores,
-                                         read_numbers)
+from agentsum.data.numbers import matches, read_numbers
+from agentsum.evaluation.numbers import NumberCounts, document_numbers, number_scores
 from agentsum.models import build_model
 from agentsum.summarizer import Summarizer
 

@@ -623,7 +623,7 @@ def test_the_calls_models_numbers_come_back_with_their_claims(tiny_run):
     the record is number_links' for the summary and the source."""
     from fastapi.testclient import TestClient
 
-    from agentsum.evaluation.number_links import number_links
+    from agentsum.data.number_links import number_links
     from agentsum.serve.app import create_app
     from agentsum.serve.page import example_text
 

@@ -727,3 +727,93 @@ def test_the_servers_warning_about_a_long_text_is_shown_and_goes_with_the_summar
     driver.find_element(By.ID, "summarize").click()
     WebDriverWait(driver, 30).until(lambda d: not d.find_element(By.ID, "warning").is_displayed())
     assert driver.find_element(By.ID, "warning").text == ""
+
+
+#: Wrap the page's fetch before its script runs: /v1/model answers with the server's search_defaults
+#: changed by ``window.defaultsChange``; /v1/summarize records each request body in ``window.sent`` and
+#: answers ``window.answer``.
+RECORD_REQUESTS = """
+window.sent = [];
+const fetchFromServer = window.fetch;
+window.fetch = async (url, options) => {
+  if (url === '/v1/model') {
+    const info = await (await fetchFromServer(url, options)).json();
+    Object.assign(info.search_defaults, window.defaultsChange || {});
+    return new Response(JSON.stringify(info), {headers: {'Content-Type': 'application/json'}});
+  }
+  if (url === '/v1/summarize') {
+    window.sent.push(JSON.parse(options.body));
+    return new Response(JSON.stringify(window.answer), {headers: {'Content-Type': 'application/json'}});
+  }
+  return fetchFromServer(url, options);
+};
+"""
+CLAIM_BOXES = {"figure-grammar": "figure_grammar", "source-periods": "source_periods",
+               "numbers-in-context": "numbers_in_context"}
+
+
+def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(server, driver):
+    """Each claim constraint's box starts at the model's search_defaults (here source_periods made on);
+    a box the user changes is sent as its field (true or false), one left alone is not, and one
+    changed back to the default is not sent again. Each box's setting has a one-sentence tooltip."""
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    defaults = httpx.get(server + "/v1/model", timeout=30).json()["search_defaults"]
+    assert {key: defaults[key] for key in CLAIM_BOXES.values()} == dict.fromkeys(CLAIM_BOXES.values(), False)
+    script = "window.defaultsChange = {source_periods: true};" + RECORD_REQUESTS
+    added = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+    try:
+        wait = WebDriverWait(driver, 30)
+        driver.get(server + "/")
+        wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+        driver.execute_script("window.answer = arguments[0];", _canned_answer([["The", "cat", "ran", "."]], ["The"]))
+        driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+        boxes = {key: driver.find_element(By.ID, box) for box, key in CLAIM_BOXES.items()}
+        assert {key: box.is_selected() for key, box in boxes.items()} == {
+            "figure_grammar": False, "source_periods": True, "numbers_in_context": False}
+        for box in boxes.values():
+            tooltip = box.find_element(By.XPATH, "./ancestor::*[@title][1]").get_attribute("title")
+            assert tooltip.endswith(".") and tooltip.count(". ") == 0, tooltip
+
+        driver.find_element(By.ID, "article").send_keys(_article())
+        boxes["figure_grammar"].click()
+        boxes["source_periods"].click()
+        driver.find_element(By.ID, "summarize").click()
+        wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
+        (body,) = driver.execute_script("return window.sent;")
+        assert body["figure_grammar"] is True and body["source_periods"] is False
+        assert "numbers_in_context" not in body and "numbers_from_source" not in body
+
+        # back at the model's default: nothing sent for it
+        boxes["source_periods"].click()
+        driver.find_element(By.ID, "summarize").click()
+        wait.until(lambda d: len(d.execute_script("return window.sent;")) == 2)
+        body = driver.execute_script("return window.sent;")[1]
+        assert body["figure_grammar"] is True and "source_periods" not in body
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": added["identifier"]})
+
+
+def test_a_claim_the_model_cannot_honour_shows_the_servers_refusal(server, driver):
+    """The tiny model's vocabulary holds no numeral: asked for well-formed figures, the server answers
+    422 naming figure_grammar, and the page shows that message in its error box, with no summary."""
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    refused = httpx.post(server + "/v1/summarize", json={"text": _article(), "figure_grammar": True}, timeout=60)
+    assert refused.status_code == 422
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    driver.find_element(By.ID, "article").send_keys(_article())
+    driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+    driver.find_element(By.ID, "figure-grammar").click()
+    driver.find_element(By.ID, "summarize").click()
+    wait.until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    error = driver.find_element(By.ID, "error").text
+    assert error == refused.json()["error"] and "figure_grammar" in error, error
+    assert not driver.find_element(By.ID, "results").is_displayed()
+    assert driver.find_element(By.ID, "summarize").is_enabled()

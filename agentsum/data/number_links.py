@@ -9,7 +9,7 @@ a number of the source, and its **occurrences** are the source token positions o
 stating a matching number. Numbers written in words (``twenty``) are left unmarked: a reader sees
 them as words, and the summary-level figures count them.
 
-Each number also says what it is claimed for (:mod:`agentsum.evaluation.claims`): its ``metric``
+Each number also says what it is claimed for (:mod:`agentsum.data.claims`): its ``metric``
 (the nearest metric phrase before it in its summary sentence, or None) and its ``claim``, one of
 three marks a reader checks first:
 
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 from agentsum.data.numerals import is_numeral
 from agentsum.data.text import SENTENCE_END
-from agentsum.evaluation.claims import SourceClaims, sentence_claims
-from agentsum.evaluation.numbers import CURRENCY_SIGNS, Number, matches, read_numbers
+from agentsum.data.claims import SourceClaims, sentence_claims
+from agentsum.data.numbers import CURRENCY_SIGNS, Number, matches, read_numbers
 
 __all__ = ["numbers_at", "number_links"]
 

@@ -1,7 +1,7 @@
-"""Numbers a summary writes, linked to where the source states them (agentsum.evaluation.number_links)."""
+"""Numbers a summary writes, linked to where the source states them (agentsum.data.number_links)."""
 
 from agentsum.data.text import tokenize
-from agentsum.evaluation.number_links import number_links
+from agentsum.data.number_links import number_links
 
 SOURCE = tokenize("Revenue rose 2.5% to $452.2 million, and 1,000 stores opened. EPS was $1.01. "
                   "Margins were 3-4% and we hired 2.5 thousand people.")
