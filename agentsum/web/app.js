@@ -31,6 +31,9 @@
     call: "Paste an earnings call transcript here, or upload a .txt file below…",
   };
   const LABEL = { news: "Paste an article", dialogue: "Paste a chat", call: "Paste a call transcript" };
+  // The on/off search settings: a box and the request field (and /v1/model search_defaults key) it sets.
+  const SWITCHES = [["#numbers", "numbers_from_source"], ["#figure-grammar", "figure_grammar"],
+    ["#source-periods", "source_periods"], ["#numbers-in-context", "numbers_in_context"]];
 
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, cls, text) => {
@@ -206,7 +209,7 @@
       const d = m.search_defaults;
       $("#ngram").placeholder = d.no_repeat_ngram_size ?? (d.block_trigrams ? 3 : 0);
       $("#penalty").placeholder = d.repetition_penalty;
-      $("#numbers").checked = Boolean(d.numbers_from_source);
+      SWITCHES.forEach(([id, key]) => { $(id).checked = Boolean(d[key]); });
     } catch (e) {
       info.textContent = "Model information unavailable";
     }
@@ -261,6 +264,13 @@
     if (v !== "") body[key] = Number(v);
   }
 
+  // A box starts as the model decodes (its search_defaults) and is sent only when changed from that,
+  // as a number field is only when filled in: a box left alone leaves the setting to the model.
+  function switchOption(body, id, key) {
+    const modelDefault = Boolean(state.defaults && state.defaults[key]);
+    if ($(id).checked !== modelDefault) body[key] = $(id).checked;
+  }
+
   // Take the results of another text off the screen; a response still on its way for it is dropped.
   function clearResults() {
     state.request += 1;
@@ -291,9 +301,7 @@
     numberOption(body, "#max-length", "max_length");
     numberOption(body, "#ngram", "no_repeat_ngram_size");
     numberOption(body, "#penalty", "repetition_penalty");
-    // sent only when changed from the model's default, as the number fields are only when filled in
-    const numbersDefault = Boolean(state.defaults && state.defaults.numbers_from_source);
-    if ($("#numbers").checked !== numbersDefault) body.numbers_from_source = $("#numbers").checked;
+    SWITCHES.forEach(([id, key]) => switchOption(body, id, key));
     const button = $("#summarize");
     button.disabled = true;
     button.textContent = "Summarizing…";
