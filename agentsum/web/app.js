@@ -596,7 +596,7 @@
     return null;
   }
 
-  // A number's mark (agentsum.evaluation.number_links): "in_context" (stated for the summary's metric,
+  // A number's mark (agentsum.data.number_links): "in_context" (stated for the summary's metric,
   // or, with no metric, just in the source), "elsewhere" (in the source, stated for something else)
   // or "absent". A record without a claim (from a server before claims) is read from `supported`.
   const NUMBER_CLASS = { in_context: "num-ok", elsewhere: "num-elsewhere", absent: "num-missing" };
