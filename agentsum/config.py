@@ -77,6 +77,9 @@ class TrainConfig:
     intermediate_rewards: bool = True  # eq (22) sentence rewards; false = end-of-summary reward
     reward: str = "rougeL"  # rouge1 | rouge2 | rougeL, F1 on token ids
     rl_max_length: int = 100  # longest sampled summary during RL
+    # lambda of the claim reward beside each sentence's ROUGE-L reward (agentsum/training/claim_rewards.py):
+    # numbers stated for the metric the source states them for, periods that agree, no malformed figure; 0: off
+    claim_reward: float = 0.0
     # RL's sample and greedy baseline are decoded with dropout off (eval mode), then scored with dropout
     # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
     rl_decode_dropout: bool = False

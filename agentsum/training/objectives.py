@@ -24,6 +24,7 @@ from agentsum.decoding.search import SearchConfig, sample_and_greedy
 from agentsum.devices import copy_to
 from agentsum.models.dropout import Dropout
 from agentsum.training.distributed import unwrap
+from agentsum.training.claim_rewards import ClaimReward
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 
 SENTENCE_END_TOKENS = (".", "!", "?")
@@ -156,7 +157,12 @@ class SelfCritical:
 
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
                  intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
-                 coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0):
+                 coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0,
+                 claim_reward: ClaimReward | None = None):
+        if claim_reward is not None and not intermediate:
+            raise ValueError("train.claim_reward rewards each sentence's claims: it needs train.intermediate_rewards "
+                             "(eq 22)")
+        self.claim_reward = claim_reward
         self.gamma = gamma
         self.decode_dropout = decode_dropout
         self.intermediate = intermediate
@@ -166,8 +172,12 @@ class SelfCritical:
         self.end_ids = end_ids
         self.mle = MLE(sem_weight, end_ids, coverage_weight, label_smoothing=label_smoothing)
 
-    def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor) -> tuple[torch.Tensor, dict]:
-        """(B, T) per-token advantages of the sampled sequences and reward statistics."""
+    def advantages(self, sample: torch.Tensor, greedy: torch.Tensor, reference: torch.Tensor,
+                   batch: Batch | None = None) -> tuple[torch.Tensor, dict]:
+        """(B, T) per-token advantages of the sampled sequences and reward statistics. With a claim
+        reward (:mod:`agentsum.training.claim_rewards`; ``batch`` gives the words and the sources),
+        each sentence's reward is its ROUGE reward plus lambda times its claim score, in the sample
+        and in the baseline alike."""
         if not self.intermediate:
             r_sample = sequence_rewards(sample, reference, kind=self.reward)
             r_greedy = sequence_rewards(greedy, reference, kind=self.reward)
@@ -175,8 +185,16 @@ class SelfCritical:
         else:
             sample_tok, r_sample = sentence_reward_matrix(sample, reference, self.end_ids, kind=self.reward)
             greedy_tok, r_greedy = sentence_reward_matrix(greedy, reference, self.end_ids, kind=self.reward)
+            stats = {}
+            if self.claim_reward is not None:
+                sample_claims, counts = self.claim_reward.matrix(sample, batch)
+                greedy_claims, _ = self.claim_reward.matrix(greedy, batch)
+                sample_tok, greedy_tok = sample_tok + sample_claims, greedy_tok + greedy_claims
+                right, wrong = counts["claims_right"], counts["claims_wrong"]
+                stats["claims_right_share"] = torch.tensor(right / (right + wrong) if right + wrong else 0.0)
             baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
             adv = (sample_tok - baseline) * (sample != PAD_ID)
+            return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean(), **stats}
         return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean()}
 
     def rl_sum(self, model, batch: Batch, sample: torch.Tensor, advantages: torch.Tensor, enc=None) -> torch.Tensor:
@@ -211,7 +229,7 @@ class SelfCritical:
         references = _reference_ids(batch).cpu()
         sampled = teacher_forced(batch, sample)  # reads the sample's length: the queue is empty after the copies
         out = model(sampled, enc)
-        adv, stats = self.advantages(candidates[:B], candidates[B:], references)
+        adv, stats = self.advantages(candidates[:B], candidates[B:], references, batch)
         tokens = batch.tgt_mask.sum().clamp_min(1)
         rl = self._policy_sum(model, sampled, out, copy_to(adv, sample.device)) / tokens
         loss = self.gamma * rl
@@ -276,11 +294,16 @@ def build_objective(train_config, vocab: Vocabulary):
     sem = train_config.sem_weight if name.endswith("+sem") else 0.0
     cov = train_config.coverage_weight  # applies only to models built with coverage
     if name in ("mle", "mle+sem"):
+        if train_config.claim_reward:
+            raise ValueError(f"train.claim_reward is a reward of self-critical RL: it needs train.objective rl, "
+                             f"mixed or mixed+sem, not {name!r}")
         return MLE(sem, ends, cov, label_smoothing=train_config.label_smoothing)
     if name in ("rl", "mixed", "mixed+sem"):
         gamma = 1.0 if name == "rl" else train_config.gamma
         return SelfCritical(ends, gamma=gamma, sem_weight=sem, intermediate=train_config.intermediate_rewards,
                             reward=train_config.reward, max_length=train_config.rl_max_length, coverage_weight=cov,
                             decode_dropout=train_config.rl_decode_dropout,
-                            label_smoothing=train_config.label_smoothing)
+                            label_smoothing=train_config.label_smoothing,
+                            claim_reward=ClaimReward(vocab, train_config.claim_reward, ends)
+                            if train_config.claim_reward else None)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")
