@@ -8,7 +8,8 @@ the claim figures measure it (:mod:`agentsum.data.figures`, :mod:`agentsum.evalu
   or the ``(`` of an accounting negative; no sign as a summary's last token); scale words (``million``) and percent (``%``,
   ``percent``, ``pct``) only right after a numeral; never two units on one number (no scale or
   percent after a scale or percent, no percent after ``$ 5``). ``$ per share``, ``$ common
-  billion`` and ``5 % million`` cannot be written.
+  billion`` and ``5 % million`` cannot be written, and an UNK whose replacement would be a sign, a
+  scale word or percent is not written either (it would put one past these rules).
 * ``source_periods``: a period token is written only where the source states that period, and
   where it agrees with the document's reporting period as the period-agreement figure judges it
   (:func:`agentsum.data.figures.mention_agrees`): in a sentence about results, only the quarter the
@@ -52,7 +53,7 @@ from agentsum.data.figures import (COMPARISON_WORDS, FORWARD_WORDS, FULL_YEAR, H
                                    Period, document_period, lexicon, mention_agrees, period_mentions)
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.text import SENTENCE_END
-from agentsum.data.vocab import Vocabulary
+from agentsum.data.vocab import UNK_ID, Vocabulary
 
 __all__ = ["ConstraintError", "ClaimConstraints", "check_vocabulary", "CURRENCY", "PERCENT_TOKENS"]
 
@@ -152,7 +153,16 @@ class ClaimConstraints:
             self._build_periods(vocab, batch)
         if numbers_in_context:
             self._build_context(batch)
-        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward"):
+        # (B, A * S): source positions holding a currency sign, scale word or percent, which an UNK
+        # copied from there would put into the summary past the figure grammar
+        A, S = batch.src_ext_ids.shape[1:]
+        self.figure_word_at = torch.zeros((len(self.words), A * S), dtype=torch.bool)
+        for b, agents in enumerate(batch.src_tokens):
+            for a, tokens in enumerate(agents):
+                for i, token in enumerate(tokens[:S]):
+                    if token.lower() in CURRENCY or token.lower() in PERCENT_TOKENS or token.lower() in SCALES:
+                        self.figure_word_at[b, a * S + i] = True
+        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward", "figure_word_at"):
             setattr(self, name, getattr(self, name).to(device))
 
     # ------------------------------------------------------------------------------ periods
@@ -289,6 +299,17 @@ class ClaimConstraints:
             self._figure_grammar(log_probs, history, t, docs)
         if self.source_periods:
             self._periods(log_probs, history, t, docs)
+        return log_probs
+
+    def forbid_figure_unks(self, log_probs: torch.Tensor, positions: torch.Tensor, row_doc: torch.Tensor
+                           ) -> torch.Tensor:
+        """Under ``figure_grammar``, forbid (-inf, in place) UNK in the rows whose UNK would be
+        replaced by a currency sign, scale word or percent (the source word at the row's copy position
+        ``positions`` (N,)): such a sign is written past the grammar (``$ to be``). The vocabulary
+        holds these words, which the grammar then places."""
+        if self.figure_grammar:
+            hit = self.figure_word_at[row_doc.to(self.device), positions.to(self.device)]
+            log_probs[:, UNK_ID] = log_probs[:, UNK_ID].masked_fill(hit.to(log_probs.device), NEG_INF)
         return log_probs
 
     def _figure_grammar(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, docs: torch.Tensor) -> None:

@@ -540,6 +540,8 @@ def filtered_step(
             numbers.forbid_numeral_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
     if constraints is not None:
         constraints.filter(log_probs, history, t, row_doc)
+        if config.unk_replace:
+            constraints.forbid_figure_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
     n = config.ngram_block
     if n and t >= max(n - 1, 1):
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)

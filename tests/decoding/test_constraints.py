@@ -79,6 +79,20 @@ def test_a_random_model_writes_no_malformed_figure_under_figure_grammar():
     assert any(found[False]) and not any(found[True])
 
 
+def test_an_unk_that_would_be_replaced_by_a_sign_is_not_written_under_figure_grammar():
+    """UNK replacement puts in the source word the UNK attended to most: a `$` put in so would stand
+    past the grammar (`$ to be`); the vocabulary's own `$` is placed by the grammar instead."""
+    from agentsum.data.vocab import UNK_ID
+
+    batch = batch_of(CALL)
+    c = constraints(batch, figure_grammar=True)
+    log_probs = torch.zeros((2, len(c.words[0])))
+    at_sign, at_word = CALL.index("$"), CALL.index("sales")
+    c.forbid_figure_unks(log_probs, torch.tensor([at_sign, at_word]), torch.tensor([0, 0]))
+    assert log_probs[0, UNK_ID] == float("-inf") and log_probs[1, UNK_ID] == 0.0
+    assert torch.isfinite(log_probs[0, :UNK_ID]).all() and torch.isfinite(log_probs[0, UNK_ID + 1:]).all()
+
+
 # ------------------------------------------------------------------------------------ periods
 
 def test_only_the_reported_quarter_in_results_and_a_later_stated_period_in_guidance():
