@@ -81,8 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "within three tokens or name one person twice (X and X), and the numbers figures: "
                                    "the share of the summaries' numbers that the source article holds (supported) and "
                                    "of the reference's numbers found in the source that the summary states (recall), "
-                                   "one-digit numbers apart (docs/analysis.md). Writes predictions.txt, "
-                                   "predictions.jsonl (with each document's numbers figures) and scores.json to --out.")
+                                   "one-digit numbers apart, and the claim figures: period agreement (the summary's "
+                                   "periods against the quarter the source reports), numbers in context (one source "
+                                   "sentence states the number beside the metric the summary gives it), direction "
+                                   "agreement and malformed figures (docs/analysis.md). Writes predictions.txt, "
+                                   "predictions.jsonl (with each document's numbers and claim figures) and scores.json "
+                                   "to --out.")
     add_model_options(p)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
