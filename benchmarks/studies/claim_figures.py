@@ -15,6 +15,8 @@ quarter) and counts the calls whose detected quarter agrees.
     python benchmarks/studies/claim_figures.py --data ../shared/data/ectsum/valid.jsonl \\
         --run "calls model v1=runs/claims/v1" --run Lead-3=runs/claims/lead3 \\
         --out benchmarks/results/ectsum/claims.md
+
+``benchmarks/studies/claims_study.sh`` runs every system of the table and then this script.
 """
 
 from __future__ import annotations
@@ -101,10 +103,12 @@ def table(rows: list[tuple[str, dict]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--start", type=int, default=0, help="first row of --data (0-based)")
+    parser.add_argument("--end", type=int, help="row after the last")
     parser.add_argument("--run", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--out", type=Path, help="write the markdown table here (and NAME.json beside it)")
     args = parser.parse_args(argv)
-    corpus = read_corpus(args.data)
+    corpus = read_corpus(args.data)[args.start:args.end]
     sources = [SourceClaims([tokenize(s) for s in split_sentences(row["article"])]) for row in corpus]
     rows = []
     for spec in args.run:
@@ -123,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     references = score([row["summary"] for row in corpus], corpus, sources)
     rows.append(("references (ceiling)", references))
     named, agree, none = period_check(corpus, sources)
-    text = (f"Claim figures on {args.data.name} ({len(corpus)} documents), in percent; "
+    rows_read = f"rows {args.start}-{args.start + len(corpus) - 1} of " if args.start or args.end is not None else ""
+    text = (f"Claim figures on {rows_read}{args.data.name} ({len(corpus)} documents), in percent; "
             f"python benchmarks/studies/claim_figures.py {' '.join(sys.argv[1:]) if argv is None else ' '.join(argv)}\n\n"
             + table(rows) + "\n\n"
             + f"Period detection: of {named} calls whose file name gives the quarter, the detected quarter agrees "
