@@ -15,7 +15,7 @@ from agentsum.data.numbers import CURRENCY_SIGNS, PERCENT_WORDS, TENS_WORDS, UNI
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.text import split_sentences, tokenize
 
-__all__ = ["Claim", "SourceClaims", "sentence_claims", "numbers_with_positions", "malformed_figures"]
+__all__ = ["Claim", "SourceClaims", "sentence_claims", "numbers_with_positions", "malformed_figures", "direction_near"]
 
 
 @dataclass
@@ -97,7 +97,7 @@ def _summary_metric(tokens: Sequence[str], i: int, found: list[tuple[int, int, s
     return metric, estimate
 
 
-def _direction_near(tokens: Sequence[str], i: int) -> int | None:
+def direction_near(tokens: Sequence[str], i: int) -> int | None:
     """The direction word nearest the token ``i`` in its sentence (ties to the word before), as +1 /
     -1, or None. The summary and the source are read alike, so a sentence copied whole agrees."""
     best, best_distance = None, None
@@ -152,12 +152,12 @@ def sentence_claims(tokens: Sequence[str], source: SourceClaims) -> list[Claim]:
         else:
             status = "in_context" if in_context else ("elsewhere" if in_source else "absent")
         sentences = in_context or sorted({k for k, _ in holding})
-        direction = _direction_near(tokens, i)
+        direction = direction_near(tokens, i)
         source_direction = None
         if direction is not None and holding:
             candidates = [(k, at) for k, at in holding if k in in_context] or holding
             for k, at in candidates:
-                source_direction = _direction_near(source.sentences[k], at)
+                source_direction = direction_near(source.sentences[k], at)
                 if source_direction is not None:
                     break
         claims.append(Claim(number.text, i, metric, status, in_source, sentences, direction, source_direction))

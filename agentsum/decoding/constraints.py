@@ -26,7 +26,9 @@ the claim figures measure it (:mod:`agentsum.data.figures`, :mod:`agentsum.evalu
   a sentence about that quarter (or about the reported quarter, where the summary names none), and
   a number the source states as a comparison (``compared to $0.64 a year ago``, ``from $0.64 to
   $0.31``: after ``from``, ``versus``, ``compared`` ... or before ``a year ago``, ``last year``,
-  ``prior year``) supplies none. Its copy weight elsewhere is set to 0, so its probability is the
+  ``prior year``) supplies none; after a direction word (``rose``, ``fell``) only numbers the source
+  states with that direction, or with none, supply one. Its copy weight elsewhere is set to 0, so its
+  probability is the
   copy mass of the allowed positions only (not renormalised). Numerals are copy-only under this
   option (as with ``numbers_from_source``), or a generated numeral would bypass it.
 
@@ -49,8 +51,9 @@ from __future__ import annotations
 import torch
 
 from agentsum.data.batch import Batch
-from agentsum.data.figures import (COMPARISON_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS, QUARTER, Mention,
-                                   Period, document_period, lexicon, mention_agrees, period_mentions)
+from agentsum.data.claims import direction_near
+from agentsum.data.figures import (COMPARISON_WORDS, DIRECTION_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS,
+                                   QUARTER, Mention, Period, document_period, lexicon, mention_agrees, period_mentions)
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.text import SENTENCE_END
 from agentsum.data.vocab import UNK_ID, Vocabulary
@@ -216,7 +219,8 @@ class ClaimConstraints:
         lex = lexicon()
         A, S = batch.src_ext_ids.shape[1:]
         self.L = A * S
-        self.context: list[list[tuple[int, frozenset, frozenset]]] = []  # (position, metrics, periods)
+        # (position, metrics, periods, direction) of every numeral that may supply a number
+        self.context: list[list[tuple[int, frozenset, frozenset, int | None]]] = []
         for agents in batch.src_tokens:
             entries = []
             for a, tokens in enumerate(agents):
@@ -227,7 +231,8 @@ class ClaimConstraints:
                     periods = _sentence_periods(sentence)
                     for i in range(start, end):
                         if is_numeral(tokens[i]) and not _comparison_value(tokens, i):
-                            entries.append((a * S + i, metrics, periods))
+                            direction = direction_near([t.lower() for t in sentence], i - start)
+                            entries.append((a * S + i, metrics, periods, direction))
             self.context.append(entries)
         self.numeral_positions = torch.zeros((len(self.context), self.L), dtype=torch.bool)
         for b, agents in enumerate(batch.src_tokens):
@@ -261,23 +266,27 @@ class ClaimConstraints:
                 continue
             metric = found[-1][2]
             period = _summary_period(sentence)
-            key = (d, metric, period)
+            direction = _last_direction(sentence)
+            key = (d, metric, period, direction)
             mask = self._cache.get(key)
             if mask is None:
-                mask = self._context_mask(d, metric, period)
+                mask = self._context_mask(d, metric, period, direction)
                 self._cache[key] = mask
             if keep is None:
                 keep = torch.ones((len(rows), self.L), dtype=torch.float32)
             keep[r] = mask
         return None if keep is None else keep.to(self.device)
 
-    def _context_mask(self, d: int, metric: str, period: str) -> torch.Tensor:
+    def _context_mask(self, d: int, metric: str, period: str, direction: int | None = None) -> torch.Tensor:
         """(L,) float: 0 at document d's numerals that may not supply a number stated for
-        ``metric`` in a summary sentence about ``period``, 1 elsewhere."""
+        ``metric`` in a summary sentence about ``period`` (with ``direction``, +1 / -1, written
+        before it), 1 elsewhere."""
         mask = (~self.numeral_positions[d]).float()
         reported = self.periods[d]
-        for position, metrics, periods in self.context[d]:
+        for position, metrics, periods, stated in self.context[d]:
             if metric not in metrics:
+                continue
+            if direction is not None and stated is not None and stated != direction:
                 continue
             if period == "fy":
                 fits = "fy" in periods
@@ -382,6 +391,16 @@ def _sentence_periods(sentence: list[str]) -> frozenset:
     if not _FULL_YEAR_WORDS.isdisjoint(sentence) or ("for", "the", "year") in zip(sentence, sentence[1:], sentence[2:]):
         tags.add("fy")
     return frozenset(tags)
+
+
+def _last_direction(sentence: list[str]) -> int | None:
+    """The direction (+1 / -1) of the last direction word of a summary sentence so far, or None
+    (``up to`` is a bound, not a direction)."""
+    for k in range(len(sentence) - 1, -1, -1):
+        word = sentence[k]
+        if word in DIRECTION_WORDS and not (word == "up" and k + 1 < len(sentence) and sentence[k + 1] == "to"):
+            return DIRECTION_WORDS[word]
+    return None
 
 
 def _summary_period(sentence: list[str]) -> str:

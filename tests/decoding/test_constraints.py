@@ -23,7 +23,7 @@ CALL = tokenize(
     "Net debt was $112.1 million at the end of Q2. For the full year, we expect sales of $1.7 billion. "
     "Q3 gross margin was 12.1%.")
 WORDS = sorted(set(CALL) | set(tokenize("Q1 Q2 Q3 Q4 FY sees revenue per share common , percent first quarter "
-                                        "fourth full year rose")))
+                                        "fourth full year rose fell up to")))
 VOCAB = Vocabulary.build([WORDS])
 
 
@@ -141,6 +141,16 @@ def test_a_number_is_copied_only_from_sentences_stating_the_metric_and_period():
     # words are not restricted: only numerals lose their copy weight
     keep = keep_of(c, ["sales"])
     assert keep[0, CALL.index("decreased")] == 1.0
+
+
+def test_after_a_direction_word_only_numbers_stated_with_that_direction_are_copied():
+    c = constraints(batch_of(CALL), numbers_in_context=True)
+    # the call says sales *decreased* 28% to $403.6 million
+    assert kept_numbers(c, keep_of(c, ["q3", "sales", "fell"])) == {"28", "403.6"}
+    assert kept_numbers(c, keep_of(c, ["q3", "sales", "rose"])) == set()
+    assert kept_numbers(c, keep_of(c, ["q3", "sales", "up", "to"])) == {"28", "403.6"}  # a bound, no direction
+    # a number stated with no direction supplies either
+    assert kept_numbers(c, keep_of(c, ["q3", "gross", "margin", "rose"])) == {"12.1"}
 
 
 class CopyingModel:
