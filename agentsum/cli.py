@@ -332,7 +332,7 @@ def print_scores(scores: dict, name: str = "") -> None:
               f"naming one person twice (X and X): {scores['x_and_x']:.1f}%")
     if "numbers_supported" in scores:
         print(format_numbers(scores))
-    if "numbers_in_context" in scores:
+    if "period_agreement" in scores:
         print(format_claims(scores))
 
 

@@ -92,7 +92,13 @@ class Summarizer:
 
     # ------------------------------------------------------------------------------ long texts
     def length_warning(self, text: str, origin: str = "text") -> str | None:
-        """A warning for a text much longer than the model reads, else None.
+        """A warning for a text much longer than the model reads, or shorter than the summaries it
+        writes, else None.
+
+        A text of fewer words than the model's ``search.min_length`` cannot support a summary of
+        that length: search lowers the minimum for it (``search.min_length_ratio``), but a model
+        trained on long documents still writes a summary of the length it learnt, repeating or
+        padding its figures, and the warning says so.
 
         The model reads an article's first :func:`~agentsum.data.dataset.kept_tokens` tokens (500 for
         the shipped dialogue model) and no more, whatever the text's length: a text of more than
@@ -104,6 +110,11 @@ class Summarizer:
         words = 0
         for _ in _WORD.finditer(text):
             words += 1
+        minimum = self.config.search.min_length
+        if words < minimum:
+            return (f"{origin}: {words:,} words, fewer than the {minimum} tokens this model's summaries have at "
+                    f"least; it was trained on longer texts and may repeat or pad what the text states (the "
+                    f"minimum length is lowered for a short text: search.min_length_ratio)")
         if words <= limit:
             return None
         share = round(100 * kept / words)

@@ -153,3 +153,13 @@ def test_a_100000_word_text_costs_little_more_memory_than_a_dialogue(files):
     short = peak_rss_mib(["summarize", "--provenance", files["dialogue.txt"]])
     long = peak_rss_mib(["summarize", "--provenance", files["100k.txt"]])
     assert long - short < 64, (short, long)
+
+
+def test_a_text_shorter_than_the_summaries_a_model_writes_is_warned_of(tiny_run):
+    from agentsum import Summarizer
+
+    summarizer = Summarizer(tiny_run["checkpoint"], device="cpu")
+    summarizer.config.search.min_length = 12
+    assert summarizer.length_warning(" ".join(["word"] * 12)) is None
+    warning = summarizer.length_warning("Revenue rose 5% to $10 million.", "call.txt")
+    assert warning.startswith("call.txt: 6 words, fewer than the 12 tokens") and "min_length_ratio" in warning

@@ -152,7 +152,7 @@ def claim_row(counts: ClaimCounts, period: Period | None, claims: Sequence[Claim
     return {
         "period": str(period) if period else None,
         "period_agreement": _percent(counts.period_agree, counts.period_mentions),
-        "numbers_in_context": _percent(counts.in_context, counts.numbers),
+        "numbers_in_metric_context": _percent(counts.in_context, counts.numbers),
         "direction_agreement": _percent(counts.direction_agree, counts.direction_claims),
         "malformed_figures": malformed,
         "claims": [c.as_dict() for c in claims],
@@ -182,7 +182,7 @@ def claim_figures(total: ClaimCounts) -> dict:
         "period_agreement_reference": _percent(total.period_agree_reference, total.period_mentions_reference),
         "period_mentions": total.period_mentions,
         "period_undetected": total.period_undetected,
-        "numbers_in_context": _percent(total.in_context, total.numbers),
+        "numbers_in_metric_context": _percent(total.in_context, total.numbers),
         "numbers_elsewhere": _percent(total.elsewhere, total.numbers),
         "numbers_absent": _percent(total.absent, total.numbers),
         "numbers_with_metric": total.numbers,
@@ -202,7 +202,7 @@ def format_claims(scores: dict) -> str:
 
     return (f"claims: period agreement {show(scores['period_agreement'])} of {scores['period_mentions']} mentions "
             f"({scores['period_undetected']} documents without a detected period); numbers in context "
-            f"{show(scores['numbers_in_context'])} of {scores['numbers_with_metric']} "
+            f"{show(scores['numbers_in_metric_context'])} of {scores['numbers_with_metric']} "
             f"({scores['numbers_estimates']} estimates, {scores['numbers_no_metric']} with no metric apart); "
             f"direction agreement {show(scores['direction_agreement'])} of {scores['direction_claims']}; "
             f"malformed figures in {show(scores['malformed_figures'])} of summaries")

@@ -52,7 +52,7 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
     share of summaries that repeat a content word within three tokens (``doubled``) or name one person
     twice (``x_and_x``), in percent, and, given the ``sources`` (the articles as written), the numbers
     figures (``numbers_supported``, ``numbers_recall``, ...: :func:`~agentsum.evaluation.numbers.number_scores`)
-    and the claim figures (``period_agreement``, ``numbers_in_context``, ``direction_agreement``,
+    and the claim figures (``period_agreement``, ``numbers_in_metric_context``, ``direction_agreement``,
     ``malformed_figures``, ...: :func:`~agentsum.evaluation.claims.claim_scores`).
 
     Returns (scores for scores.json, one dict per document for predictions.jsonl: the per-document

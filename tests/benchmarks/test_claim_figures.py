@@ -38,10 +38,10 @@ def test_the_table_scores_each_run_and_the_references(tmp_path, capsys):
     assert claim_figures.main(["--data", str(data), "--run", f"good={good}", "--run", f"bad={bad}",
                                "--out", str(out)]) == 0
     rows = json.loads(out.with_suffix(".json").read_text())
-    assert rows["good"]["numbers_in_context"] == 100.0 and rows["good"]["period_agreement"] == 100.0
-    assert rows["bad"]["numbers_in_context"] == 0.0 and rows["bad"]["period_agreement"] == 0.0
+    assert rows["good"]["numbers_in_metric_context"] == 100.0 and rows["good"]["period_agreement"] == 100.0
+    assert rows["bad"]["numbers_in_metric_context"] == 0.0 and rows["bad"]["period_agreement"] == 0.0
     assert rows["bad"]["malformed_figures"] == pytest.approx(100 / 3, abs=0.01)
-    assert rows["references (ceiling)"]["numbers_in_context"] == 100.0
+    assert rows["references (ceiling)"]["numbers_in_metric_context"] == 100.0
     assert rows["good"]["period_undetected"] == 1  # the third call names no quarter
     assert "the detected quarter agrees for 2, none detected for 1" in out.read_text()
     # a slice: the second call only

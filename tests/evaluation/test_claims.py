@@ -199,7 +199,7 @@ def test_document_figures_for_the_issue_example():
     assert (counts.numbers, counts.in_context, counts.elsewhere) == (4, 3, 1)
     assert (counts.direction_claims, counts.direction_agree) == (2, 0)
     assert counts.malformed == 1
-    assert row["period"] == "q2" and row["period_agreement"] == 33.33 and row["numbers_in_context"] == 75.0
+    assert row["period"] == "q2" and row["period_agreement"] == 33.33 and row["numbers_in_metric_context"] == 75.0
     assert row["malformed_figures"] == ["$ per share"]
     assert [c["status"] for c in row["claims"]] == ["in_context", "in_context", "in_context", "elsewhere"]
 
@@ -215,8 +215,8 @@ def test_a_call_without_a_period_leaves_period_agreement_undefined():
 def test_corpus_figures_are_micro_averages():
     summaries = ["q2 sales $403.6 million.", "q2 sales $112.1 million. q2 eps $0.31."]
     figures, rows = claim_scores(summaries, [CALL, CALL])
-    assert figures["numbers_with_metric"] == 3 and figures["numbers_in_context"] == pytest.approx(66.67)
-    assert [r["numbers_in_context"] for r in rows] == [100.0, 50.0]
+    assert figures["numbers_with_metric"] == 3 and figures["numbers_in_metric_context"] == pytest.approx(66.67)
+    assert [r["numbers_in_metric_context"] for r in rows] == [100.0, 50.0]
     total = ClaimCounts()
     for s in summaries:
         total.add(document_claims(s, CALL)[0])
@@ -234,7 +234,7 @@ def test_lead3_writes_the_claim_figures(tmp_path, capsys):
     scores = json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
     # the lead: "... second quarter fiscal 2021 results." and "Sales decreased 28% to $403.6 million, compared
     # with the second quarter of last year.": both name the reported quarter
-    assert scores["numbers_in_context"] == 100.0 and scores["numbers_with_metric"] == 2
+    assert scores["numbers_in_metric_context"] == 100.0 and scores["numbers_with_metric"] == 2
     assert scores["direction_agreement"] == 100.0 and scores["malformed_figures"] == 0.0
     (row,) = [json.loads(line) for line in (tmp_path / "out" / "predictions.jsonl").read_text().splitlines()]
-    assert row["period"] == "q2" and row["numbers_in_context"] == 100.0
+    assert row["period"] == "q2" and row["numbers_in_metric_context"] == 100.0

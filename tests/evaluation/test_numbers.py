@@ -203,6 +203,10 @@ def test_evaluate_writes_the_numbers_figures_to_scores_and_predictions(summarize
                 "numbers_stated", "numbers_recallable"):
         assert key in scores
     assert scores["numbers_recallable"] == 3  # 12%, $3.5 billion, $45 million; not $44 million, which the source lacks
+    # the claim figures sit beside the search settings, neither hiding the other
+    assert scores["numbers_in_context"] is False  # the search setting
+    assert scores["numbers_in_metric_context"] is None or 0 <= scores["numbers_in_metric_context"] <= 100
+    assert {"period_agreement", "direction_agreement", "malformed_figures"} <= set(scores)
     assert [r["id"] for r in rows] == ["0", "1", "2"]
     assert all({"numbers_supported", "numbers_recall", "numbers_unsupported"} <= set(r) for r in rows)
 
