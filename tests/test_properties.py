@@ -509,7 +509,10 @@ def _check_hypotheses(hyps, batch, config, vocab_size, model=None):
             assert len(toks) < config.max_length if h.finished else len(toks) == config.max_length
             if config.block_trigrams:
                 assert len(set(_trigrams(toks))) == len(_trigrams(toks)), f"repeated trigram in {toks}"
-            assert len(toks) >= config.min_length, f"EOS before min_length {config.min_length}: {toks}"
+            # min_length, lowered for a short source to ceil(min_length_ratio * its tokens)
+            minimum = config.min_length if config.min_length_ratio is None else \
+                min(config.min_length, math.ceil(config.min_length_ratio * int(batch.src_lengths[b].sum())))
+            assert len(toks) >= minimum, f"EOS before min_length {minimum}: {toks}"
             assert EOS_ID not in toks, toks
             if model is not None:  # the fake gives PAD and BOS -inf (a random real model does not)
                 assert PAD_ID not in toks and BOS_ID not in toks, toks
