@@ -5,7 +5,9 @@ Three options of :class:`~agentsum.decoding.search.SearchConfig`, each off by de
 the claim figures measure it (:mod:`agentsum.data.figures`, :mod:`agentsum.evaluation.claims`):
 
 * ``figure_grammar``: a currency sign only before a number (after ``$`` the next token is a numeral
-  or the ``(`` of an accounting negative; no sign as a summary's last token); scale words (``million``) and percent (``%``,
+  the source writes after a sign, or the ``(`` of an accounting negative; no sign as a summary's last
+  token), and with the scale the source writes after that amount (``$ 16 billion``, not ``$ 16``);
+  percent only after a numeral the source writes before percent; scale words (``million``) and percent (``%``,
   ``percent``, ``pct``) only right after a numeral; never two units on one number (no scale or
   percent after a scale or percent, no percent after ``$ 5``). ``$ per share``, ``$ common
   billion`` and ``5 % million`` cannot be written, and an UNK whose replacement would be a sign, a
@@ -165,8 +167,52 @@ class ClaimConstraints:
                 for i, token in enumerate(tokens[:S]):
                     if token.lower() in CURRENCY or token.lower() in PERCENT_TOKENS or token.lower() in SCALES:
                         self.figure_word_at[b, a * S + i] = True
-        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward", "figure_word_at"):
-            setattr(self, name, getattr(self, name).to(device))
+        if figure_grammar:
+            self._build_units(batch)
+        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward", "figure_word_at",
+                     "money", "percented"):
+            if hasattr(self, name):
+                setattr(self, name, getattr(self, name).to(device))
+
+    # ------------------------------------------------------------------------------ units
+
+    def _build_units(self, batch: Batch) -> None:
+        """What the source writes around each numeral, by extended id, per document: ``money``
+        (B, V_ext) the numerals it writes after a currency sign, ``percented`` (B, V_ext) those it
+        writes before percent, ``money_scales[b]``: numeral -> (the scale ids after ``$ x``, whether
+        ``$ x`` also stands without one). A document with no money numeral (or no percent) does not
+        restrict the sign (or percent): every numeral is allowed there, as without these rules."""
+        B, width = len(self.words), len(self.words[0])
+        self.money = torch.zeros((B, width), dtype=torch.bool)
+        self.percented = torch.zeros((B, width), dtype=torch.bool)
+        self.money_scales: list[dict[int, tuple[set[int], bool]]] = []
+        ext = batch.src_ext_ids.tolist()
+        for b, agents in enumerate(batch.src_tokens):
+            scales: dict[int, tuple[set[int], bool]] = {}
+            for a, tokens in enumerate(agents):
+                words = [t.lower() for t in tokens]
+                for i, word in enumerate(words):
+                    if not is_numeral(word):
+                        continue
+                    x = ext[b][a][i]
+                    after = words[i + 1] if i + 1 < len(words) else ""
+                    if after in PERCENT_TOKENS:
+                        self.percented[b, x] = True
+                    sign = (i > 0 and words[i - 1] in CURRENCY) or \
+                        (i > 1 and words[i - 1] == "(" and words[i - 2] in CURRENCY)
+                    if sign:
+                        self.money[b, x] = True
+                        found, bare = scales.get(x, (set(), False))
+                        if after in SCALES and i + 1 < len(tokens):
+                            found.add(ext[b][a][i + 1])
+                        else:
+                            bare = True
+                        scales[x] = (found, bare)
+            if not self.money[b].any():
+                self.money[b] = self.numeral[b]
+            if not self.percented[b].any():
+                self.percented[b] = self.numeral[b]
+            self.money_scales.append(scales)
 
     # ------------------------------------------------------------------------------ periods
 
@@ -344,8 +390,33 @@ class ClaimConstraints:
         else:
             after_paren = torch.zeros_like(after_paren)
         last_step = self.max_length is not None and t >= self.max_length - 2  # "$ (" needs two more tokens
-        allowed = self.numeral[docs] | (self.paren[docs] & after_sign.unsqueeze(1) & (not last_step))
+        # after a sign, a numeral the source writes after one (``$ 16`` where it writes ``16 %`` is not its figure)
+        allowed = self.money[docs] | (self.paren[docs] & after_sign.unsqueeze(1) & (not last_step))
         log_probs.masked_fill_(~allowed & (after_sign | after_paren).unsqueeze(1), NEG_INF)
+        # percent only after a numeral the source writes before percent
+        log_probs.masked_fill_(self.percent[docs] & (after_numeral & ~self.percented[docs, last]).unsqueeze(1),
+                               NEG_INF)
+        if t >= 2:
+            self._money_scales(log_probs, last, money, docs)
+
+    def _money_scales(self, log_probs: torch.Tensor, last: torch.Tensor, money: torch.Tensor,
+                      docs: torch.Tensor) -> None:
+        """After ``$ x``: only a scale word the source writes after ``$ x``, and one of them where it
+        never writes ``$ x`` without one (unless repeat blocking has forbidden them all: then the
+        row is left to end as it can rather than be made a dead end)."""
+        rows = money.nonzero().squeeze(1).tolist()
+        for r, d, x in zip(rows, docs[rows].tolist(), last[rows].tolist()):
+            found = self.money_scales[d].get(x)
+            if found is None:
+                continue
+            scales, bare = found
+            allowed = torch.tensor(sorted(scales), dtype=torch.long, device=log_probs.device)
+            kept = log_probs[r, allowed]
+            if bare or not bool(torch.isfinite(kept).any()):
+                log_probs[r].masked_fill_(self.unit[d] & ~self.percent[d], NEG_INF)  # scale words
+            else:
+                log_probs[r] = NEG_INF
+            log_probs[r, allowed] = kept
 
     def _periods(self, log_probs: torch.Tensor, history: torch.Tensor, t: int, docs: torch.Tensor) -> None:
         forward = self._forward_rows(history, t, docs)

@@ -56,10 +56,20 @@ def test_units_only_after_a_numeral_and_never_two():
     c = constraints(batch_of(CALL), figure_grammar=True)
     assert "million" not in allowed_after(c, ["sales", "of"])
     assert "%" not in allowed_after(c, [])  # not at the start either
-    assert {"million", "%"} <= allowed_after(c, ["sales", "403.6"])
+    assert "million" in allowed_after(c, ["sales", "403.6"]) and "%" in allowed_after(c, ["sales", "28"])
     assert "million" not in allowed_after(c, ["sales", "28", "%"])  # 5 % million
     assert "%" not in allowed_after(c, ["sales", "403.6", "million"])  # 5 million %
-    assert "%" not in allowed_after(c, ["sales", "$", "403.6"]) and "million" in allowed_after(c, ["sales", "$", "403.6"])
+
+
+def test_units_follow_what_the_source_writes_around_the_numeral():
+    c = constraints(batch_of(CALL), figure_grammar=True)
+    after_sign = allowed_after(c, ["sales", "$"])
+    assert "403.6" in after_sign and "0.31" in after_sign
+    assert "28" not in after_sign and "12.1" not in after_sign  # the call writes 28% and 12.1%, never $28
+    assert "%" not in allowed_after(c, ["sales", "403.6"])  # never 403.6%
+    # the call writes $403.6 million and never $403.6 alone: the scale must follow
+    assert allowed_after(c, ["sales", "$", "403.6"]) == {"million"}
+    assert "million" not in allowed_after(c, ["eps", "$", "0.31"])  # $0.31 stands alone
 
 
 def test_a_random_model_writes_no_malformed_figure_under_figure_grammar():
