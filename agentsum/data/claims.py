@@ -190,8 +190,8 @@ def malformed_figures(tokens: Sequence[str]) -> list[str]:
             if not (is_numeral(previous) or previous in _NUMBER_WORDS or previous in SCALES
                     or previous in PERCENT_WORDS or (token in PERCENT_WORDS and _digit_word(previous))):
                 bad.append(" ".join(tokens[max(i - 2, 0):i + 1]))
-            elif previous in PERCENT_WORDS or (previous in SCALES and token in PERCENT_WORDS):
-                bad.append(" ".join(tokens[max(i - 2, 0):i + 1]))  # 5 % million, 5 % percent, 5 million %
+            elif previous in PERCENT_WORDS or previous in SCALES:
+                bad.append(" ".join(tokens[max(i - 2, 0):i + 1]))  # 5 % million, 5 % percent, 5 million %, 5 million billion
             elif token in PERCENT_WORDS and i >= 2 and tokens[i - 2] in CURRENCY_SIGNS:
                 bad.append(" ".join(tokens[i - 2:i + 1]))  # $ 5 percent
     return bad

@@ -242,8 +242,8 @@ def mention_agrees(mention: Mention, period: Period, forward: bool) -> bool | No
         return None
     if mention.kind == YEAR:
         return True  # the document's year (a later one is handled above)
-    if mention.kind == QUARTER:
-        return mention.value != period.quarter if forward else mention.value == period.quarter
+    if mention.kind == QUARTER:  # guidance: a later quarter, of this year or (from a fourth quarter) the next
+        return (mention.value > period.quarter or period.quarter == 4) if forward else mention.value == period.quarter
     if mention.kind == HALF:
         half = (period.quarter + 1) // 2
         return mention.value > half or (mention.value == half and period.quarter % 2 == 1) if forward \

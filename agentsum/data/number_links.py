@@ -87,6 +87,10 @@ def number_links(summary: Sequence[str], source: Sequence[str]) -> dict[int, dic
     return links
 
 
+#: marks from worst to best
+_RANK = {"absent": 0, "elsewhere": 1, "in_context": 2}
+
+
 def _add_claims(links: dict[int, dict], summary: Sequence[str], source: Sequence[str]) -> None:
     """Each linked number's ``claim``, ``metric`` and ``context_occurrences`` from its summary
     sentence's claims (numbers that are not claims, a year or a one-digit count, keep what
@@ -108,4 +112,8 @@ def _add_claims(links: dict[int, dict], summary: Sequence[str], source: Sequence
                 numbers = numbers_at(summary, start + claim.at)
                 context = sorted({source_starts[k] + at for n in numbers for k, at in claims_source.holding(n)
                                   if k in claim.sentences})
-            link.update(claim=mark, metric=claim.metric, context_occurrences=context)
+            if link.get("read") and _RANK[link["claim"]] < _RANK[mark]:
+                continue  # a range (3-5 %) keeps the worse mark of its two ends
+            link.update(claim=mark, metric=claim.metric, context_occurrences=context, read=True)
+    for link in links.values():
+        link.pop("read", None)

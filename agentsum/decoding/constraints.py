@@ -14,7 +14,8 @@ the claim figures measure it (:mod:`agentsum.data.figures`, :mod:`agentsum.evalu
   scale word or percent is not written either (it would put one past these rules).
 * ``source_periods``: a period token is written only where the source states that period, and
   where it agrees with the document's reporting period as the period-agreement figure judges it
-  (:func:`agentsum.data.figures.mention_agrees`): in a sentence about results, only the quarter the
+  (:func:`agentsum.data.figures.mention_agrees`), from the words written so far (a forward word the
+  sentence writes after its period is not seen yet): in a sentence about results, only the quarter the
   call reports (and the full year only in a fourth-quarter call); in a forward-looking sentence
   (``sees``, ``expects`` ... earlier in the sentence), only a later period. Period tokens are
   ``q1``-``q4``, ``1q``-``4q``, ``h1``, ``h2``, ``fy`` (and ``fy21``), ``quarter`` / ``half`` after
@@ -114,16 +115,31 @@ def check_vocabulary(vocab: Vocabulary, *, figure_grammar: bool = False, source_
                                                 "quarter ...), so it writes no period to constrain")
 
 
-def _comparison_value(tokens: list[str], i: int) -> bool:
-    """The numeral at ``tokens[i]`` is stated as a comparison: the nearest cue word before it (within
-    a few tokens) is a comparison word, or a year-ago phrase follows it closely."""
+#: words that, nearest before a number in its sentence, make it the value compared with
+_COMPARING = frozenset("from versus vs vs. since prior previous last against".split())
+
+
+def _comparison_value(sentence: list[str], i: int) -> bool:
+    """The numeral at ``sentence[i]`` is stated as a comparison: the nearest cue before it in its
+    sentence (within a few tokens; a direction word, a value cue such as ``was`` or ``to``, or another
+    numeral ends the search) is a comparison word (``versus $0.64``, ``from $0.64``, ``compared to
+    $0.64``), or a year-ago phrase follows it before the next numeral or comparison word (``$0.64 a
+    year ago``). ``up 10% from last year`` and ``more than $1 billion`` are not comparisons."""
     for j in range(i - 1, max(i - _WINDOW, -1), -1):
-        if tokens[j] in COMPARISON_WORDS or tokens[j] == "versus":
+        word = sentence[j]
+        if word == "to" and j > 0 and sentence[j - 1] in ("compared", "compares", "comparison"):
             return True
-        if tokens[j] in _VALUE_CUES:
+        if word in _COMPARING:
+            return True
+        if word in _VALUE_CUES or word in DIRECTION_WORDS or is_numeral(word):
             break
-    after = tuple(tokens[i + 1:i + 7])
-    return any(after[k:k + len(p)] == p for p in _AGO_AFTER for k in range(0, 4))
+    after: list[str] = []
+    for word in sentence[i + 1:i + 7]:
+        if is_numeral(word) or word in _COMPARING or word == "compared":
+            break
+        after.append(word)
+    following = tuple(after)
+    return any(following[k:k + len(p)] == p for p in _AGO_AFTER for k in range(len(following)))
 
 
 class ClaimConstraints:
@@ -272,11 +288,11 @@ class ClaimConstraints:
             for a, tokens in enumerate(agents):
                 tokens = tokens[:S]
                 for start, end in _spans(tokens):
-                    sentence = tokens[start:end]
+                    sentence = [t.lower() for t in tokens[start:end]]
                     metrics = frozenset(lex.metrics_of(sentence))
                     periods = _sentence_periods(sentence)
                     for i in range(start, end):
-                        if is_numeral(tokens[i]) and not _comparison_value(tokens, i):
+                        if is_numeral(tokens[i]) and not _comparison_value(sentence, i - start):
                             direction = direction_near([t.lower() for t in sentence], i - start)
                             entries.append((a * S + i, metrics, periods, direction))
             self.context.append(entries)
@@ -330,14 +346,16 @@ class ClaimConstraints:
         mask = (~self.numeral_positions[d]).float()
         reported = self.periods[d]
         for position, metrics, periods, stated in self.context[d]:
-            if metric not in metrics:
+            # "earnings of $0.31 per share": the figure reads EPS where "per share" follows a number
+            # after a generic earnings word, which is not yet written here: such a sentence may draw on both
+            if metric not in metrics and not (metric == "net_income" and "eps" in metrics):
                 continue
             if direction is not None and stated is not None and stated != direction:
                 continue
             if period == "fy":
                 fits = "fy" in periods
-            elif period.startswith("q"):
-                fits = period in periods or (not periods and reported is not None and period == f"q{reported.quarter}")
+            elif period.startswith("q"):  # an untagged sentence is about the reported quarter, if any is known
+                fits = period in periods or (not periods and (reported is None or period == f"q{reported.quarter}"))
             else:  # the summary names no period: the reported one
                 fits = not periods or (reported is not None and f"q{reported.quarter}" in periods)
             if fits:

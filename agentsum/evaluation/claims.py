@@ -30,7 +30,7 @@ evaluate``, ``lead3`` and ``extract`` report them for English beside ROUGE and t
   metric phrase before the number in its summary sentence, from the lexicon kept as data in
   ``agentsum/data/metrics.yaml`` (revenue / sales, EPS, FFO, EBITDA, margin, net income, cash flow, capex,
   dividend, same-store sales, ...; with synonyms), or EPS where ``per share`` follows the number and
-  no other metric comes before it. Numbers stated as analysts' estimates (``versus refinitiv ibes
+  no metric, or only a generic earnings word (earnings, income, profit, loss), comes before it. Numbers stated as analysts' estimates (``versus refinitiv ibes
   estimate of $880 million``) and numbers with no metric before them are counted apart
   (``numbers_estimates``, ``numbers_no_metric``). A number the source lacks counts as out of
   context. Years, bare one-digit numbers (``5``) and numbers written in words are not claims here.

@@ -68,3 +68,10 @@ def test_a_number_without_metric_in_the_source_is_in_context_and_an_estimate_is_
     # a year is not a claim: it keeps the mark its support gives it
     years = _claims("Sees 2022 sales $1.9 billion.")
     assert years["2022"]["claim"] == "in_context" and years["2022"]["metric"] is None
+
+
+def test_a_range_keeps_the_worse_mark_of_its_two_ends():
+    source = tokenize("We see 3% churn. Sales rose 5% in the quarter.")
+    summary = tokenize("Sales rose 3-5%.")
+    (link,) = number_links(summary, source).values()
+    assert link["claim"] == "elsewhere"  # 5% is stated for sales, 3% is not

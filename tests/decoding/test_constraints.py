@@ -225,3 +225,35 @@ def test_search_config_rejects_non_boolean_options():
         SearchConfig(figure_grammar="yes")
     with pytest.raises(ValueError, match="min_length_ratio"):
         SearchConfig(min_length_ratio=0)
+
+
+@pytest.mark.parametrize("sentence, number, comparison", [
+    ("q3 eps was $ 0.31 versus $ 0.64 a year ago .", "0.31", False),
+    ("q3 eps was $ 0.31 versus $ 0.64 a year ago .", "0.64", True),
+    ("eps rose from $ 0.64 to $ 0.31 .", "0.64", True),
+    ("eps rose from $ 0.64 to $ 0.31 .", "0.31", False),
+    ("sales rose 12 % over the prior year .", "12", False),
+    ("sales were up 10 % from last year .", "10", False),
+    ("sales of more than $ 1 billion .", "1", False),
+    ("sales compared to $ 5 million .", "5", True),
+])
+def test_a_comparison_value_is_read_within_its_sentence(sentence, number, comparison):
+    from agentsum.decoding.constraints import _comparison_value  # noqa: PLC2701 (the rule itself)
+
+    words = sentence.split()
+    assert _comparison_value(words, words.index(number)) is comparison
+
+
+def test_a_call_without_a_quarter_still_supplies_numbers_to_a_sentence_naming_one():
+    call = tokenize("Net income was $45 million. Diluted earnings per share were $0.31.")
+    vocab = Vocabulary.build([call + tokenize("q3 earnings of per share eps")])
+    batch = make_batch([[call]], vocab)
+    c = ClaimConstraints(vocab, batch, torch.device("cpu"), numbers_in_context=True)
+    assert c.periods[0] is None
+    history = torch.tensor([[vocab.id(w) for w in ["q3", "eps", "$"]]])
+    keep = c.copy_keep(history, 3, torch.tensor([0]))
+    assert keep[0, call.index("0.31")] == 1.0 and keep[0, call.index("45")] == 0.0
+    # "earnings" is read as net income before a number, EPS when "per share" follows: both supply
+    history = torch.tensor([[vocab.id(w) for w in ["q3", "earnings", "of", "$"]]])
+    keep = c.copy_keep(history, 4, torch.tensor([0]))
+    assert keep[0, call.index("0.31")] == 1.0 and keep[0, call.index("45")] == 1.0

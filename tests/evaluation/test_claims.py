@@ -73,6 +73,8 @@ def test_the_document_period_skips_guidance_and_is_none_without_a_quarter():
     ("q3 sales $403.6 million", Period(2, 2021), False),
     ("sees q3 sales", Period(2, 2021), True),       # guidance for a later quarter
     ("sees q2 sales", Period(2, 2021), False),      # the reported quarter is not guided
+    ("sees q1 sales", Period(2, 2021), False),      # nor an earlier one
+    ("sees q1 sales", Period(4, 2021), True),       # after a fourth quarter: next year's
     ("fy sales $1.6 billion", Period(2, 2021), False),   # full-year results only in a q4 call
     ("fy sales $1.6 billion", Period(4, 2021), True),
     ("sees fy sales", Period(2, 2021), True),
@@ -177,6 +179,7 @@ def test_a_claim_whose_source_has_no_direction_is_unverifiable():
     ("revenue up 5% percent.", True),
     ("revenue of $5 percent.", True),
     ("revenue of percent.", True),
+    ("revenue of $5 million billion.", True),
     ("revenue $403.6 million, up 5%.", False),
     ("eps $(0.03) per share.", False),
     ("revenue of five million dollars and 2.5 percent growth.", False),

@@ -107,3 +107,24 @@ def test_the_claim_reward_is_configured_only_for_rl_with_sentence_rewards():
         build_objective(SimpleNamespace(**{**base, "intermediate_rewards": False}), VOCAB)
     with pytest.raises(ValueError, match=">= 0"):
         ClaimReward(VOCAB, -1.0, [])
+
+
+def test_a_run_with_the_claim_reward_logs_the_share_of_right_claims(tmp_path):
+    import json
+
+    from agentsum.config import load_config
+    from agentsum.training.trainer import Trainer
+
+    rows = [{"id": f"c{i}", "article": "Second quarter sales decreased 28% to $403.6 million. Net debt was "
+                                       "$112.1 million. The board met.",
+             "summary": "q2 sales fell 28% to $403.6 million."} for i in range(4)]
+    corpus = tmp_path / "calls.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = load_config("tiny", [f"data.train={corpus}", f"data.valid={corpus}", f"train.run_dir={tmp_path / 'run'}",
+                                  "train.objective=mixed", "train.claim_reward=0.5", "train.max_steps=2",
+                                  "train.log_every=1", "train.valid_every=2", "train.batch_size=2",
+                                  "train.rl_max_length=12", "search.max_length=12"])
+    Trainer(config).run()
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    shares = [r["claims_right_share"] for r in records if "claims_right_share" in r]
+    assert shares and all(0.0 <= s <= 1.0 for s in shares)
