@@ -10,6 +10,7 @@ from agentsum.data.dataset import prepare_all
 from agentsum.data.sources import load_examples
 from agentsum.evaluation.evaluate import evaluate
 from agentsum.evaluation.extractive import extract_summaries
+from agentsum.evaluation.claims import claim_scores
 from agentsum.evaluation.numbers import number_scores
 from agentsum.evaluation.rouge import rouge_for
 
@@ -34,6 +35,8 @@ def test_the_calls_model_is_a_small_16_bit_dca_file_reading_whole_calls():
     data, model = state["config"]["data"], state["config"]["model"]
     assert model["type"] == "dca" and data["agents"] == "auto" and data["max_article_tokens"] >= 8000
     assert state["config"]["search"]["numbers_from_source"] is True
+    # the claim constraints, chosen on the 100 selection calls (docs/model_card.md)
+    assert all(state["config"]["search"][k] is True for k in ("figure_grammar", "source_periods", "numbers_in_context"))
 
 
 @pytest.mark.skipif(not ECTSUM_VALID.exists(), reason=f"{ECTSUM_VALID} not here")
@@ -49,3 +52,7 @@ def test_the_calls_model_is_well_above_lexrank_on_validation_calls(calls):
     assert scores["rouge2"] > lexrank["rouge2"] + 5, (scores, lexrank)
     figures, _ = number_scores(predictions, references, [e.article for e in examples])
     assert figures["numbers_supported"] >= 90.0, (figures, predictions)
+    # its claims: the quarter each call reports, numbers beside their metric, no malformed figure
+    claims, _ = claim_scores(predictions, [e.article for e in examples], references)
+    assert claims["period_agreement"] >= 90.0 and claims["malformed_figures"] == 0.0, (claims, predictions)
+    assert claims["numbers_in_metric_context"] >= 85.0, (claims, predictions)
