@@ -209,8 +209,8 @@ def document_period(sentences: Sequence[Sequence[str]]) -> Period | None:
     Choices. The whole document, not its opening sentences, because the transcripts often omit the
     opening that names the quarter and talk of the previous quarter early ("up 6% sequentially from
     our first quarter"): on the ECTSum calls, whose file names give the quarter, the whole document
-    finds the right quarter for 238 of 247 validation and 1,562 of 1,622 training calls; the quarter
-    named most in the first 10 sentences for 232 and 1,518, the first quarter named for 224 and 1,443.
+    finds the right quarter for 238 of 247 validation and 1,566 of 1,622 training calls; the quarter
+    named most in the first 10 sentences for 233 and 1,523, the first quarter named for 223 and 1,455.
     No year, because the years a call names beside its quarter are mostly those of comparisons ("in
     q3 of 2019"): the latest year named beside the reported quarter, outside sentences that compare,
     agreed with the file name's year for only 105 of the 122 validation calls that name one

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentsum.data.numerals import is_numeral
-from agentsum.data.text import SENTENCE_END
+from agentsum.data.text import sentence_spans
 from agentsum.data.claims import SourceClaims, sentence_claims
 from agentsum.data.numbers import CURRENCY_SIGNS, Number, matches, read_numbers
 
@@ -50,19 +50,9 @@ def numbers_at(tokens: Sequence[str], i: int) -> list[Number]:
     return [n for n in found if n.text == found[0].text] if found else []
 
 
-def _sentence_starts(tokens: Sequence[str]) -> list[int]:
-    """The index where each sentence of ``tokens`` starts (a sentence ends at . ! or ?)."""
-    starts = [0]
-    for i, token in enumerate(tokens[:-1]):
-        if token in SENTENCE_END:
-            starts.append(i + 1)
-    return starts
-
-
 def _split(tokens: Sequence[str]) -> tuple[list[int], list[list[str]]]:
-    starts = _sentence_starts(tokens)
-    bounds = [*starts, len(tokens)]
-    return starts, [[t.lower() for t in tokens[s:e]] for s, e in zip(bounds, bounds[1:])]
+    spans = sentence_spans(tokens)
+    return [s for s, _ in spans], [[t.lower() for t in tokens[s:e]] for s, e in spans]
 
 
 def number_links(summary: Sequence[str], source: Sequence[str]) -> dict[int, dict]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import chain
 
 import blingfire
@@ -360,6 +360,19 @@ def _ends_sentence(tokens: list[str]) -> bool:
 def join_sentences(sentences: list[list[str]]) -> str:
     """Tokens joined by spaces, sentences by newlines: the input format of rougeLsum."""
     return "\n".join(" ".join(s) for s in sentences)
+
+
+def sentence_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of a token list, as :func:`split_generated` cuts it: after each
+    '.', '!' or '?' token, a trailing run without one a last sentence."""
+    spans, start = [], 0
+    for i, token in enumerate(tokens):
+        if token in SENTENCE_END:
+            spans.append((start, i + 1))
+            start = i + 1
+    if start < len(tokens):
+        spans.append((start, len(tokens)))
+    return spans
 
 
 def split_generated(tokens: list[str]) -> list[list[str]]:

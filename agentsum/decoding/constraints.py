@@ -55,10 +55,10 @@ import torch
 
 from agentsum.data.batch import Batch
 from agentsum.data.claims import direction_near
-from agentsum.data.figures import (COMPARISON_WORDS, DIRECTION_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS,
+from agentsum.data.figures import (DIRECTION_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS,
                                    QUARTER, Mention, Period, document_period, lexicon, mention_agrees, period_mentions)
 from agentsum.data.numerals import SCALES, is_numeral
-from agentsum.data.text import SENTENCE_END
+from agentsum.data.text import SENTENCE_END, sentence_spans
 from agentsum.data.vocab import UNK_ID, Vocabulary
 
 __all__ = ["ConstraintError", "ClaimConstraints", "check_vocabulary", "CURRENCY", "PERCENT_TOKENS"]
@@ -142,6 +142,41 @@ def _comparison_value(sentence: list[str], i: int) -> bool:
     return any(following[k:k + len(p)] == p for p in _AGO_AFTER for k in range(len(following)))
 
 
+#: the word classes the constraints read, by mask name
+_WORD_TESTS = {
+    "numeral": is_numeral,
+    "currency": lambda w: w in CURRENCY,
+    "percent": lambda w: w in PERCENT_TOKENS,
+    "scale": lambda w: w in SCALES,
+    "paren": lambda w: w == "(",
+    "end": lambda w: w in SENTENCE_END,
+    "forward": lambda w: w in FORWARD_WORDS,
+}
+# Recently used vocabularies and their masks, by identity (a Vocabulary is not hashable); an entry
+# holds the vocabulary itself, so its id cannot be reused while the entry lives.
+_VOCABULARY_MASKS: dict[int, tuple[Vocabulary, dict[str, torch.Tensor], torch.Tensor]] = {}
+_MASKS_KEPT = 8
+
+
+def _vocabulary_entry(vocab: Vocabulary) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    entry = _VOCABULARY_MASKS.get(id(vocab))
+    if entry is None or entry[0] is not vocab:
+        if len(_VOCABULARY_MASKS) >= _MASKS_KEPT:
+            _VOCABULARY_MASKS.pop(next(iter(_VOCABULARY_MASKS)))  # the oldest
+        masks = {name: torch.tensor([test(w) for w in vocab.itos], dtype=torch.bool).unsqueeze(0)
+                 for name, test in _WORD_TESTS.items()}
+        period_ids = torch.tensor([i for i, w in enumerate(vocab.itos) if _period_token(w, "") is not None],
+                                  dtype=torch.long)
+        entry = (vocab, masks, period_ids)
+        _VOCABULARY_MASKS[id(vocab)] = entry
+    return entry[1], entry[2]
+
+
+def _vocabulary_masks(vocab: Vocabulary) -> dict[str, torch.Tensor]:
+    """(1, V) bool masks of the vocabulary's word classes (:data:`_WORD_TESTS`), computed once."""
+    return _vocabulary_entry(vocab)[0]
+
+
 class ClaimConstraints:
     """The claim constraints of one batch (module docstring). ``words[b]`` maps document b's extended
     ids to words; masks are (B, V_ext) over each document's extended vocabulary."""
@@ -152,19 +187,17 @@ class ClaimConstraints:
         self.max_length = max_length
         self.numbers_in_context = numbers_in_context
         self.words = [list(vocab.itos) + list(oovs) + [""] * (batch.max_oov - len(oovs)) for oovs in batch.oov_words]
-
-        def mask(test) -> torch.Tensor:
-            return torch.tensor([[bool(w) and test(w) for w in words] for words in self.words], dtype=torch.bool)
-
         check_vocabulary(vocab, figure_grammar=figure_grammar, source_periods=source_periods,
                          numbers_in_context=numbers_in_context)
-        self.numeral = mask(is_numeral)
-        self.currency = mask(lambda w: w in CURRENCY)
-        self.percent = mask(lambda w: w in PERCENT_TOKENS)
-        self.unit = self.percent | mask(lambda w: w in SCALES)
-        self.paren = mask(lambda w: w == "(")
-        self.end = mask(lambda w: w in SENTENCE_END)
-        self.forward = mask(lambda w: w in FORWARD_WORDS)
+        # the vocabulary's masks are read once per vocabulary; only each document's OOV words are new
+        base = _vocabulary_masks(vocab)
+        oovs = [[_WORD_TESTS[name](w) if w else False for name in _WORD_TESTS for w in words[len(vocab):]]
+                for words in self.words]
+        for k, name in enumerate(_WORD_TESTS):
+            tails = torch.tensor([tail[k * batch.max_oov:(k + 1) * batch.max_oov] for tail in oovs],
+                                 dtype=torch.bool).view(len(self.words), batch.max_oov)
+            setattr(self, name, torch.cat([base[name].expand(len(self.words), -1), tails], dim=1))
+        self.unit = self.percent | self.scale
         self.device = device
         self.sources = [[t for agent in agents for t in agent] for agents in batch.src_tokens]
         self.periods: list[Period | None] = []
@@ -185,8 +218,7 @@ class ClaimConstraints:
                         self.figure_word_at[b, a * S + i] = True
         if figure_grammar:
             self._build_units(batch)
-        for name in ("numeral", "currency", "percent", "unit", "paren", "end", "forward", "figure_word_at",
-                     "money", "percented"):
+        for name in (*_WORD_TESTS, "unit", "figure_word_at", "money", "percented"):
             if hasattr(self, name):
                 setattr(self, name, getattr(self, name).to(device))
 
@@ -249,10 +281,12 @@ class ClaimConstraints:
                     return False
                 return period is None or mention_agrees(m, period, forward) is not False
 
-            for i, w in enumerate(words):
-                m = _period_token(w, "") if w else None
-                if m is not None:
-                    self.allowed[b, 0, i], self.allowed[b, 1, i] = ok(m, False), ok(m, True)
+            # the period tokens: the vocabulary's (found once per vocabulary) and this document's OOV words
+            ids = _vocabulary_entry(vocab)[1].tolist() + [len(vocab) + k for k, w in enumerate(words[len(vocab):])
+                                                          if w and _period_token(w, "") is not None]
+            for i in ids:
+                m = _period_token(words[i], "")
+                self.allowed[b, 0, i], self.allowed[b, 1, i] = ok(m, False), ok(m, True)
             rules = {}
             for previous in (*ORDINALS, "full", "fiscal"):
                 for word in self.pair_ids:
@@ -287,7 +321,7 @@ class ClaimConstraints:
             entries = []
             for a, tokens in enumerate(agents):
                 tokens = tokens[:S]
-                for start, end in _spans(tokens):
+                for start, end in sentence_spans(tokens):
                     sentence = [t.lower() for t in tokens[start:end]]
                     metrics = frozenset(lex.metrics_of(sentence))
                     periods = _sentence_periods(sentence)
@@ -302,7 +336,8 @@ class ClaimConstraints:
                 for i, token in enumerate(tokens[:S]):
                     if is_numeral(token):
                         self.numeral_positions[b, a * S + i] = True
-        self._cache: dict[tuple[int, str, str], torch.Tensor] = {}
+        self._cache: dict[tuple, torch.Tensor] = {}  # (document, metric, period, direction) -> copy mask
+        self._readings: dict[tuple[str, ...], tuple | None] = {}  # a sentence so far -> (metric, period, direction)
 
     def copy_keep(self, history: torch.Tensor, t: int, row_doc: torch.Tensor) -> torch.Tensor | None:
         """(N, L) float: 1 where each row may copy from, 0 at the numerals of source sentences that do
@@ -323,12 +358,14 @@ class ClaimConstraints:
                     break
                 sentence.append(word)
             sentence.reverse()
-            found = lex.find(sentence)
-            if not found:
+            reading = self._readings.get(tuple(sentence), False)  # the same prefix recurs across beams and steps
+            if reading is False:
+                found = lex.find(sentence)
+                reading = (found[-1][2], _summary_period(sentence), _last_direction(sentence)) if found else None
+                self._readings[tuple(sentence)] = reading
+            if reading is None:
                 continue
-            metric = found[-1][2]
-            period = _summary_period(sentence)
-            direction = _last_direction(sentence)
+            metric, period, direction = reading
             key = (d, metric, period, direction)
             mask = self._cache.get(key)
             if mask is None:
@@ -451,20 +488,8 @@ class ClaimConstraints:
                     log_probs[r, i] = NEG_INF
 
 
-def _spans(tokens: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of every sentence of a token list (ending at . ! ?)."""
-    spans, start = [], 0
-    for i, token in enumerate(tokens):
-        if token in SENTENCE_END:
-            spans.append((start, i + 1))
-            start = i + 1
-    if start < len(tokens):
-        spans.append((start, len(tokens)))
-    return spans
-
-
 def _sentences(tokens: list[str]) -> list[list[str]]:
-    return [[t.lower() for t in tokens[s:e]] for s, e in _spans(tokens)]
+    return [[t.lower() for t in tokens[s:e]] for s, e in sentence_spans(tokens)]
 
 
 def _sentence_periods(sentence: list[str]) -> frozenset:

@@ -534,14 +534,16 @@ def filtered_step(
     elif t < config.min_length:
         log_probs[:, EOS_ID] = NEG_INF
     needs_scale = None
+    # where an UNK would be copied from (its replacement), read once for both UNK rules
+    unk_from = copy_positions(attn.word, attn.agent) if config.unk_replace and (numbers is not None or constraints is not None) else None
     if numbers is not None:
         log_probs, needs_scale = numbers.filter(log_probs, history, t, row_doc)
-        if config.unk_replace:
-            numbers.forbid_numeral_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
+        if unk_from is not None:
+            numbers.forbid_numeral_unks(log_probs, unk_from, row_doc)
     if constraints is not None:
         constraints.filter(log_probs, history, t, row_doc)
-        if config.unk_replace:
-            constraints.forbid_figure_unks(log_probs, copy_positions(attn.word, attn.agent), row_doc)
+        if unk_from is not None:
+            constraints.forbid_figure_unks(log_probs, unk_from, row_doc)
     n = config.ngram_block
     if n and t >= max(n - 1, 1):
         log_probs = block_repeated_ngrams(log_probs, history[:, :t], n=n)

@@ -56,6 +56,7 @@ from dataclasses import dataclass, fields
 from agentsum.data.claims import Claim, SourceClaims, malformed_figures, sentence_claims
 from agentsum.data.figures import Period, document_period, forward_looking, mention_agrees, period_mentions
 from agentsum.data.text import split_sentences, tokenize
+from agentsum.evaluation.numbers import percent, show_percent
 
 __all__ = ["ClaimCounts", "document_claims", "claim_scores", "claim_figures", "claim_row", "format_claims"]
 
@@ -87,10 +88,6 @@ class ClaimCounts:
     def add(self, other: ClaimCounts) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-
-def _percent(part: int, whole: int) -> float | None:
-    return round(100.0 * part / whole, 2) if whole else None
 
 
 def summary_sentences_of(text: str) -> list[list[str]]:
@@ -151,9 +148,9 @@ def claim_row(counts: ClaimCounts, period: Period | None, claims: Sequence[Claim
     (percent, None where nothing was counted) and what they were read from."""
     return {
         "period": str(period) if period else None,
-        "period_agreement": _percent(counts.period_agree, counts.period_mentions),
-        "numbers_in_metric_context": _percent(counts.in_context, counts.numbers),
-        "direction_agreement": _percent(counts.direction_agree, counts.direction_claims),
+        "period_agreement": percent(counts.period_agree, counts.period_mentions),
+        "numbers_in_metric_context": percent(counts.in_context, counts.numbers),
+        "direction_agreement": percent(counts.direction_agree, counts.direction_claims),
         "malformed_figures": malformed,
         "claims": [c.as_dict() for c in claims],
         "period_mentions": mentions,
@@ -178,31 +175,28 @@ def claim_scores(summaries: Sequence[str], sources: Sequence[str], references: S
 def claim_figures(total: ClaimCounts) -> dict:
     """Corpus figures from summed counts: percentages (None where nothing was counted) and counts."""
     return {
-        "period_agreement": _percent(total.period_agree, total.period_mentions),
-        "period_agreement_reference": _percent(total.period_agree_reference, total.period_mentions_reference),
+        "period_agreement": percent(total.period_agree, total.period_mentions),
+        "period_agreement_reference": percent(total.period_agree_reference, total.period_mentions_reference),
         "period_mentions": total.period_mentions,
         "period_undetected": total.period_undetected,
-        "numbers_in_metric_context": _percent(total.in_context, total.numbers),
-        "numbers_elsewhere": _percent(total.elsewhere, total.numbers),
-        "numbers_absent": _percent(total.absent, total.numbers),
+        "numbers_in_metric_context": percent(total.in_context, total.numbers),
+        "numbers_elsewhere": percent(total.elsewhere, total.numbers),
+        "numbers_absent": percent(total.absent, total.numbers),
         "numbers_with_metric": total.numbers,
         "numbers_estimates": total.estimates,
         "numbers_no_metric": total.no_metric,
-        "direction_agreement": _percent(total.direction_agree, total.direction_claims),
+        "direction_agreement": percent(total.direction_agree, total.direction_claims),
         "direction_claims": total.direction_claims,
         "direction_unverifiable": total.direction_unverifiable,
-        "malformed_figures": _percent(total.malformed, total.summaries),
+        "malformed_figures": percent(total.malformed, total.summaries),
     }
 
 
 def format_claims(scores: dict) -> str:
     """The claim figures as one line for the terminal."""
-    def show(value):
-        return "n/a" if value is None else f"{value:.1f}%"
-
-    return (f"claims: period agreement {show(scores['period_agreement'])} of {scores['period_mentions']} mentions "
+    return (f"claims: period agreement {show_percent(scores['period_agreement'])} of {scores['period_mentions']} mentions "
             f"({scores['period_undetected']} documents without a detected period); numbers in context "
-            f"{show(scores['numbers_in_metric_context'])} of {scores['numbers_with_metric']} "
+            f"{show_percent(scores['numbers_in_metric_context'])} of {scores['numbers_with_metric']} "
             f"({scores['numbers_estimates']} estimates, {scores['numbers_no_metric']} with no metric apart); "
-            f"direction agreement {show(scores['direction_agreement'])} of {scores['direction_claims']}; "
-            f"malformed figures in {show(scores['malformed_figures'])} of summaries")
+            f"direction agreement {show_percent(scores['direction_agreement'])} of {scores['direction_claims']}; "
+            f"malformed figures in {show_percent(scores['malformed_figures'])} of summaries")

@@ -83,14 +83,15 @@ class NumberCounts:
 
     @property
     def supported_percent(self) -> float | None:
-        return _percent(self.supported, self.stated)
+        return percent(self.supported, self.stated)
 
     @property
     def recall_percent(self) -> float | None:
-        return _percent(self.recalled, self.recallable)
+        return percent(self.recalled, self.recallable)
 
 
-def _percent(part: int, whole: int) -> float | None:
+def percent(part: int, whole: int) -> float | None:
+    """100 * part / whole, to two decimals; None where nothing was counted (whole 0)."""
     return round(100.0 * part / whole, 2) if whole else None
 
 
@@ -154,8 +155,8 @@ def number_figures(total: NumberCounts) -> dict:
     return {
         "numbers_supported": total.supported_percent,
         "numbers_recall": total.recall_percent,
-        "numbers_supported_1digit": _percent(total.supported_1digit, total.stated_1digit),
-        "numbers_recall_1digit": _percent(total.recalled_1digit, total.recallable_1digit),
+        "numbers_supported_1digit": percent(total.supported_1digit, total.stated_1digit),
+        "numbers_recall_1digit": percent(total.recalled_1digit, total.recallable_1digit),
         "numbers_stated": total.stated,
         "numbers_recallable": total.recallable,
         "numbers_stated_1digit": total.stated_1digit,
@@ -163,12 +164,14 @@ def number_figures(total: NumberCounts) -> dict:
     }
 
 
+def show_percent(value: float | None) -> str:
+    """A figure for the terminal: ``12.3%``, or ``n/a`` where nothing was counted."""
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
 def format_numbers(scores: dict) -> str:
     """The figures as one line for the terminal."""
-    def show(value):
-        return "n/a" if value is None else f"{value:.1f}%"
-
-    return (f"numbers: supported by the source {show(scores['numbers_supported'])} of {scores['numbers_stated']}, "
-            f"recall of the reference's {scores['numbers_recallable']} {show(scores['numbers_recall'])}; "
-            f"one-digit: supported {show(scores['numbers_supported_1digit'])} of {scores['numbers_stated_1digit']}, "
-            f"recall {show(scores['numbers_recall_1digit'])} of {scores['numbers_recallable_1digit']}")
+    return (f"numbers: supported by the source {show_percent(scores['numbers_supported'])} of {scores['numbers_stated']}, "
+            f"recall of the reference's {scores['numbers_recallable']} {show_percent(scores['numbers_recall'])}; "
+            f"one-digit: supported {show_percent(scores['numbers_supported_1digit'])} of {scores['numbers_stated_1digit']}, "
+            f"recall {show_percent(scores['numbers_recall_1digit'])} of {scores['numbers_recallable_1digit']}")

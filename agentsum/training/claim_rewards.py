@@ -35,7 +35,7 @@ import torch
 from agentsum.data.batch import Batch
 from agentsum.data.claims import SourceClaims, malformed_figures, sentence_claims
 from agentsum.data.figures import forward_looking, mention_agrees, period_mentions
-from agentsum.data.text import SENTENCE_END
+from agentsum.data.text import split_generated
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from agentsum.training.rewards import sentence_ends
 
@@ -83,7 +83,7 @@ class ClaimReward:
         found = self._sources.get(key) if key is not None else None
         if found is None:
             tokens = [t.lower() for agent in batch.src_tokens[b] for t in agent]
-            found = SourceClaims(_sentences(tokens))
+            found = SourceClaims(split_generated(tokens))
             if key is not None:
                 if len(self._sources) >= CACHE_SIZE:
                     self._sources.pop(next(iter(self._sources)))
@@ -117,14 +117,3 @@ class ClaimReward:
             if length < T and ids[length] == EOS_ID:
                 out[b, length] = last
         return out.to(candidates.device), {"claims_right": right_total, "claims_wrong": wrong_total}
-
-
-def _sentences(tokens: list[str]) -> list[list[str]]:
-    sentences, start = [], 0
-    for k, token in enumerate(tokens):
-        if token in SENTENCE_END:
-            sentences.append(tokens[start:k + 1])
-            start = k + 1
-    if start < len(tokens):
-        sentences.append(tokens[start:])
-    return sentences

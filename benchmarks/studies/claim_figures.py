@@ -27,6 +27,8 @@ import re
 import sys
 from pathlib import Path
 
+from agentsum.data.corpus import Example
+from agentsum.data.sources import load_examples
 from agentsum.data.text import split_sentences, tokenize
 from agentsum.data.claims import SourceClaims
 from agentsum.evaluation.claims import ClaimCounts, claim_figures, document_claims
@@ -43,15 +45,6 @@ COUNTS = [("period mentions", "period_mentions"), ("numbers with a metric", "num
           ("directions checked", "direction_claims"), ("unverifiable", "direction_unverifiable")]
 
 
-def read_corpus(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
-
-
 def read_predictions(directory: Path) -> dict[str, str]:
     """id -> summary of a run's predictions.jsonl."""
     out = {}
@@ -62,19 +55,19 @@ def read_predictions(directory: Path) -> dict[str, str]:
     return out
 
 
-def score(summaries: list[str], corpus: list[dict], sources: list[SourceClaims]) -> dict:
+def score(summaries: list[str], corpus: list[Example], sources: list[SourceClaims]) -> dict:
     total = ClaimCounts()
     for summary, row, source in zip(summaries, corpus, sources):
-        counts, _ = document_claims(summary, source, row["summary"])
+        counts, _ = document_claims(summary, source, row.summary)
         total.add(counts)
     return claim_figures(total)
 
 
-def period_check(corpus: list[dict], sources: list[SourceClaims]) -> tuple[int, int, int]:
+def period_check(corpus: list[Example], sources: list[SourceClaims]) -> tuple[int, int, int]:
     """(calls whose id names a quarter, detected quarter agrees, no quarter detected)."""
     named = agree = none = 0
     for row, source in zip(corpus, sources):
-        match = _QUARTER_ID.search(str(row.get("id", "")))
+        match = _QUARTER_ID.search(str(row.id))
         if match is None:
             continue
         named += 1
@@ -108,23 +101,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--out", type=Path, help="write the markdown table here (and NAME.json beside it)")
     args = parser.parse_args(argv)
-    corpus = read_corpus(args.data)[args.start:args.end]
-    sources = [SourceClaims([tokenize(s) for s in split_sentences(row["article"])]) for row in corpus]
+    # read as agentsum evaluate reads it, so that ids match its predictions.jsonl
+    corpus = load_examples(str(args.data), start=args.start, end=args.end)
+    sources = [SourceClaims([tokenize(s) for s in split_sentences(row.article)]) for row in corpus]
     rows = []
     for spec in args.run:
         name, _, directory = spec.partition("=")
         if not directory:
             parser.error(f"--run {spec!r}: expected NAME=DIR")
         predictions = read_predictions(Path(directory))
-        missing = [row["id"] for row in corpus if row["id"] not in predictions]
+        missing = [row.id for row in corpus if row.id not in predictions]
         if missing:
             parser.error(f"--run {name}: {Path(directory) / 'predictions.jsonl'} lacks {len(missing)} of the "
                          f"{len(corpus)} ids of {args.data} (first: {missing[0]})")
-        scores = score([predictions[row["id"]] for row in corpus], corpus, sources)
+        scores = score([predictions[row.id] for row in corpus], corpus, sources)
         recorded = json.loads((Path(directory) / "scores.json").read_text(encoding="utf-8"))
         scores.update({k: recorded.get(k) for k in ("rouge1", "numbers_supported")})
         rows.append((name, scores))
-    references = score([row["summary"] for row in corpus], corpus, sources)
+    references = score([row.summary for row in corpus], corpus, sources)
     rows.append(("references (ceiling)", references))
     named, agree, none = period_check(corpus, sources)
     rows_read = f"rows {args.start}-{args.start + len(corpus) - 1} of " if args.start or args.end is not None else ""
