@@ -91,6 +91,9 @@ class TrainConfig:
     # validation and on a stop signal); all processes agree on when through the step count
     save_every_minutes: float | None = 10
     valid_rouge_docs: int = 100  # validation documents decoded (greedy) for ROUGE-L model selection
+    # also decode those documents greedily at each validation of an MLE run and record their ROUGE-L and
+    # claim figures (an RL run always does; selection stays by validation NLL): the control's curve
+    valid_rouge: bool = False
     batch_size: int = 16  # documents per optimizer step, over all processes and micro-batches
     accumulate: int = 1  # micro-batches per optimizer step (gradient accumulation)
     device: str = "auto"  # auto | cpu | cuda (torchrun: one GPU per process)

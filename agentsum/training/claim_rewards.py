@@ -6,7 +6,8 @@ claim reading of :mod:`agentsum.data.claims` and :mod:`agentsum.data.figures` (t
 figures measure, :mod:`agentsum.evaluation.claims`):
 
 * right: each number stated for a metric that one source sentence states beside it (``in_context``),
-  and each period mention that agrees with the period the source reports;
+  and, in a sentence that states a figure, each period mention that agrees with the period the
+  source reports;
 * wrong: each number stated for a metric no source sentence states it beside (``elsewhere``), each
   number the source lacks, each analysts' estimate (a call does not state the consensus, so such a
   number is never the call's: the template "versus refinitiv ibes estimate of $X" is always filled
@@ -49,18 +50,27 @@ CACHE_SIZE = 4096
 
 
 def sentence_claim_score(words: Sequence[str], source: SourceClaims) -> tuple[float, int, int]:
-    """(c_q, right, wrong) of one tokenized summary sentence against ``source``."""
+    """(c_q, right, wrong) of one tokenized summary sentence against ``source``.
+
+    A period mention that agrees counts right only in a sentence that states a figure (a number
+    with its metric, or an estimate): the period is then an attribute of that claim. On its own,
+    a sentence such as ``q3 .`` would score c_q = +1, and since each sentence is rewarded, a policy
+    could collect lambda per sentence by writing period mentions without figures (an RL run at
+    lambda 0.1 scored that way lost 7 greedy ROUGE-L points on the selection calls in 100 steps).
+    A period that disagrees counts wrong in any sentence."""
     words = [w.lower() for w in words]
     right = wrong = 0
+    figures = 0
     for claim in sentence_claims(words, source):
         right += claim.status in RIGHT
         wrong += claim.status in WRONG
+        figures += claim.status in RIGHT or claim.status in WRONG
     if source.period is not None:
         forward = forward_looking(words)
         for mention in period_mentions(words):
             agrees = mention_agrees(mention, source.period, forward)
             if agrees is not None:
-                right += agrees
+                right += agrees and figures > 0
                 wrong += not agrees
     wrong += len(malformed_figures(words))
     return ((right - wrong) / (right + wrong) if right + wrong else 0.0), right, wrong

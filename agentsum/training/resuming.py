@@ -38,7 +38,7 @@ from agentsum.config import Config, ConfigError
 FREE_ON_RESUME = frozenset({
     "train.max_steps", "train.max_minutes", "train.threads", "train.device", "train.dist_timeout_minutes",
     "train.resume", "train.save_every_minutes", "train.log_every", "train.valid_every", "train.keep_checkpoints",
-    "train.tensorboard", "train.run_dir", "train.init_from", "train.valid_rouge_docs", "train.accumulate",
+    "train.tensorboard", "train.run_dir", "train.init_from", "train.valid_rouge_docs", "train.valid_rouge", "train.accumulate",
     "train.batch_size", "train.pad_multiple",
     "data.valid", "data.test", "data.store", "data.store_dir", "data.prepare_workers", "data.skip_bad",
 })

@@ -75,12 +75,38 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
 def validation_rouge_l(model: SummarizationModel, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
     """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``, decoded and scored as
     ``agentsum evaluate`` does."""
-    from agentsum.evaluation.evaluate import evaluate
+    return validation_greedy(model, docs, vocab, config)["valid_rougeL"]
+
+
+#: the claim figures of greedy validation summaries recorded beside ROUGE-L (English documents with
+#: their articles; :func:`agentsum.evaluation.claims.claim_scores`), under ``valid_`` + the name
+VALID_CLAIMS = ("numbers_in_metric_context", "period_agreement", "direction_agreement", "malformed_figures",
+                "numbers_supported")
+
+
+def validation_greedy(model: SummarizationModel, docs: list[Document], vocab: Vocabulary,
+                      config: Config) -> dict[str, float]:
+    """The figures of greedy summaries of ``docs``, decoded and scored as ``agentsum evaluate``
+    does, with no claim constraint: ``valid_rougeL`` (rougeLsum, percent) and, where the documents
+    are English with their articles, the claim figures of :data:`VALID_CLAIMS` (``valid_`` + name;
+    a figure with nothing to count, such as period agreement of calls without a detected period, is
+    left out), so that an RL run's curve shows what its reward does to the claims."""
+    from agentsum.evaluation.evaluate import evaluate, score_summaries
     from agentsum.summarizer import Summarizer
 
     search = SearchConfig(beam_size=1, max_length=config.search.max_length)
-    _, scores = evaluate(Summarizer.from_model(model, vocab, config), docs, search, config.train.batch_size)
-    return scores["rougeLsum"]
+    summarizer = Summarizer.from_model(model, vocab, config)
+    predictions, scores = evaluate(summarizer, docs, search, config.train.batch_size)
+    if docs and not all(d.article for d in docs) and summarizer.language.language == "en":
+        # training corpora keep tokens, not text: the claims are read against the source as the
+        # model reads it (its agents' tokens, truncated to data.max_article_tokens)
+        sources = [" ".join(t for agent in d.agents for t in agent) for d in docs]
+        scores.update(score_summaries(summarizer.language, predictions, [d.reference for d in docs], sources)[0])
+    values = {"valid_rougeL": scores["rougeLsum"]}
+    for name in VALID_CLAIMS:
+        if scores.get(name) is not None:
+            values[f"valid_{name}"] = scores[name]
+    return values
 
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
@@ -391,9 +417,9 @@ class Trainer:
         if self.valid_docs:
             train_config = self.config.train
             values = {"valid_nll": validation_nll(self.model, self.valid_docs, self.vocab, train_config.batch_size)}
-            if self.selection == "valid_rougeL":
-                values["valid_rougeL"] = validation_rouge_l(self.model, self.valid_docs[: train_config.valid_rouge_docs],
-                                                            self.vocab, self.config)
+            if self.selection == "valid_rougeL" or train_config.valid_rouge:
+                values.update(validation_greedy(self.model, self.valid_docs[: train_config.valid_rouge_docs],
+                                                self.vocab, self.config))
             value = values[self.selection]
             lower_is_better = self.selection == "valid_nll"
             improved = self.best is None or (value < self.best if lower_is_better else value > self.best)
@@ -403,6 +429,8 @@ class Trainer:
             shown = f"validation NLL {nll:.4f} per token (ppl {math.exp(min(nll, 50)):.1f})"
             if "valid_rougeL" in values:
                 shown += f", ROUGE-L {values['valid_rougeL']:.2f}"
+            if "valid_numbers_in_metric_context" in values:
+                shown += f", numbers in context {values['valid_numbers_in_metric_context']:.1f}%"
             self.monitor.message(f"step {self.step}: {shown}"
                                  + (f" — new best {self.selection}" if improved else f" (best {self.best:.4f})"))
             self.monitor.record(self.step, **values)

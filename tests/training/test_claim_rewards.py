@@ -47,6 +47,16 @@ def test_a_sentence_scores_its_right_claims_against_its_wrong_ones(words, expect
     assert (right, wrong) == expected[1:] and score == pytest.approx(expected[0])
 
 
+def test_a_period_mention_pays_only_beside_a_figure_but_a_wrong_one_always_costs():
+    """A sentence of period mentions alone (``q2 .``) is no claim: rewarded, a policy could write one
+    per sentence for lambda each. Beside a figure the agreeing period counts right; a disagreeing
+    period counts wrong with or without one."""
+    assert sentence_claim_score(tokenize("q2 ."), source()) == (0.0, 0, 0)
+    assert sentence_claim_score(tokenize("in q2 the company did well."), source()) == (0.0, 0, 0)
+    assert sentence_claim_score(tokenize("q3 ."), source()) == (-1.0, 0, 1)
+    assert sentence_claim_score(tokenize("q2 eps $0.31."), source()) == (1.0, 2, 0)
+
+
 def ids(words):
     return [VOCAB.id(w) for w in words]
 
@@ -128,3 +138,31 @@ def test_a_run_with_the_claim_reward_logs_the_share_of_right_claims(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     shares = [r["claims_right_share"] for r in records if "claims_right_share" in r]
     assert shares and all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_an_mle_run_records_greedy_rouge_and_claim_figures_when_asked(tmp_path):
+    """train.valid_rouge: the control of an RL run records the same validation curve (greedy ROUGE-L
+    and the claim figures of its summaries) while still selecting by validation NLL."""
+    import json
+
+    from agentsum.config import load_config
+    from agentsum.training.trainer import Trainer
+
+    rows = [{"id": f"c{i}", "article": "Second quarter sales decreased 28% to $403.6 million. Net debt was "
+                                       "$112.1 million. The board met.",
+             "summary": "q2 sales fell 28% to $403.6 million."} for i in range(4)]
+    corpus = tmp_path / "calls.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    common = [f"data.train={corpus}", f"data.valid={corpus}", "train.objective=mle", "train.max_steps=2",
+              "train.log_every=1", "train.valid_every=2", "train.batch_size=2", "search.max_length=12"]
+    for flag, expect in (("true", True), ("false", False)):
+        run = tmp_path / f"run-{flag}"
+        config = load_config("tiny", [*common, f"train.run_dir={run}", f"train.valid_rouge={flag}"])
+        Trainer(config).run()
+        records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        valid = [r for r in records if "valid_nll" in r]
+        assert valid
+        assert all(("valid_rougeL" in r) == expect for r in valid)
+        assert all(("valid_malformed_figures" in r) == expect for r in valid)
+        state = torch.load(run / "checkpoints" / "best.pt", weights_only=True)
+        assert state["selection"]["metric"] == "valid_nll"
