@@ -147,23 +147,18 @@ def main(argv: list[str] | None = None) -> int:
                 driver.save_screenshot(str(args.out))
                 print(f"{args.out}: sentence {args.sentence} clicked, {len(marked)} source words marked")
             print(f"summary: {driver.find_element(By.ID, 'summary').text[:300]!r}")
-            if args.number:
-                numbers = driver.find_elements(By.CSS_SELECTOR, "#summary .tok.num-ok")
-                if not numbers:
-                    print("no summary number the source states; no second picture")
-                else:
-                    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", numbers[0])
-                    numbers[0].click()
-                    hit = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.num-hl")
-                    if hit:
-                        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", hit[0])
-                    second = args.out.with_name(args.out.stem + "-number" + args.out.suffix)
-                    driver.save_screenshot(str(second))
-                    print(f"{second}: number {numbers[0].text!r} clicked, {len(hit)} source words marked")
-            for claim in args.mark:
+            # --number is the in_context mark saved as OUT-number (and optional: no such number, no picture)
+            shots = [("in_context", args.out.with_name(f"{args.out.stem}-number{args.out.suffix}"), False)] \
+                if args.number else []
+            shots += [(claim, Path(args.mark_out.format(mark=claim)) if args.mark_out else
+                       args.out.with_name(f"{args.out.stem}-{claim}{args.out.suffix}"), True) for claim in args.mark]
+            for claim, path, required in shots:
                 numbers = driver.find_elements(By.CSS_SELECTOR, f"#summary .tok.{MARKS[claim]}")
                 if not numbers:
-                    sys.exit(f"no summary number is marked {claim}; no picture of it")
+                    if required:
+                        sys.exit(f"no summary number is marked {claim}; no picture of it")
+                    print(f"no summary number is marked {claim}; no picture {path}")
+                    continue
                 driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", numbers[0])
                 numbers[0].click()
                 hit = driver.find_elements(By.CSS_SELECTOR, "#source .src-tok.num-hl")
@@ -171,12 +166,11 @@ def main(argv: list[str] | None = None) -> int:
                 if hit:  # the source box scrolls to it; keep the clicked number in the window as well
                     driver.execute_script("arguments[0].scrollIntoView({block: 'nearest'});", hit[0])
                     driver.execute_script("arguments[0].scrollIntoView({block: 'nearest'});", numbers[0])
-                path = Path(args.mark_out.format(mark=claim)) if args.mark_out else \
-                    args.out.with_name(f"{args.out.stem}-{claim}{args.out.suffix}")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 driver.save_screenshot(str(path))
-                print(f"{path}: number {numbers[0].text!r} ({claim}) clicked, {len(sentence)} words of its source "
-                      f"sentence marked; {driver.find_element(By.ID, 'attn-detail').text!r}")
+                print(f"{path}: number {numbers[0].text!r} ({claim}) clicked, {len(hit)} source words and "
+                      f"{len(sentence)} words of its source sentence marked; "
+                      f"{driver.find_element(By.ID, 'attn-detail').text!r}")
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
