@@ -28,17 +28,18 @@ from agentsum.summarizer import Summarizer
 
 
 def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
-             progress=None) -> tuple[list[str], dict]:
+             progress=None, sources: Sequence[str] | None = None) -> tuple[list[str], dict]:
     """Summaries (one sentence per line) and scores of ``docs`` against their references
-    (:func:`score_summaries` with the summarizer's language settings; the numbers figures where every
-    document kept its article text, ``keep_text=True``), the decoding speed, and the search settings
-    that matter for comparing runs."""
+    (:func:`score_summaries` with the summarizer's language settings; the numbers and claim figures
+    read ``sources``, by default each document's article where every document kept its text,
+    ``keep_text=True``), the decoding speed, and the search settings that matter for comparing runs."""
     started = time.perf_counter()
     tokens = summarizer.summarize_documents(docs, search_config, batch_size, progress)
     seconds = time.perf_counter() - started
     language = summarizer.language
     predictions = [language.summary_text(t) for t in tokens]
-    sources = [d.article for d in docs] if all(d.article for d in docs) else None
+    if sources is None and all(d.article for d in docs):
+        sources = [d.article for d in docs]
     scores, _ = score_summaries(language, predictions, [d.reference for d in docs], sources)
     scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9), **_search_fields(search_config))
     return predictions, scores

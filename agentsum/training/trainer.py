@@ -72,12 +72,6 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
     return float(total) / max(int(tokens), 1)  # read from the device once
 
 
-def validation_rouge_l(model: SummarizationModel, docs: list[Document], vocab: Vocabulary, config: Config) -> float:
-    """ROUGE-L F1 (rougeLsum, percent) of greedy summaries of ``docs``, decoded and scored as
-    ``agentsum evaluate`` does."""
-    return validation_greedy(model, docs, vocab, config)["valid_rougeL"]
-
-
 #: the claim figures of greedy validation summaries recorded beside ROUGE-L (English documents with
 #: their articles; :func:`agentsum.evaluation.claims.claim_scores`), under ``valid_`` + the name
 VALID_CLAIMS = ("numbers_in_metric_context", "period_agreement", "direction_agreement", "malformed_figures",
@@ -91,17 +85,15 @@ def validation_greedy(model: SummarizationModel, docs: list[Document], vocab: Vo
     are English with their articles, the claim figures of :data:`VALID_CLAIMS` (``valid_`` + name;
     a figure with nothing to count, such as period agreement of calls without a detected period, is
     left out), so that an RL run's curve shows what its reward does to the claims."""
-    from agentsum.evaluation.evaluate import evaluate, score_summaries
+    from agentsum.evaluation.evaluate import evaluate
     from agentsum.summarizer import Summarizer
 
     search = SearchConfig(beam_size=1, max_length=config.search.max_length)
-    summarizer = Summarizer.from_model(model, vocab, config)
-    predictions, scores = evaluate(summarizer, docs, search, config.train.batch_size)
-    if docs and not all(d.article for d in docs) and summarizer.language.language == "en":
-        # training corpora keep tokens, not text: the claims are read against the source as the
-        # model reads it (its agents' tokens, truncated to data.max_article_tokens)
-        sources = [" ".join(t for agent in d.agents for t in agent) for d in docs]
-        scores.update(score_summaries(summarizer.language, predictions, [d.reference for d in docs], sources)[0])
+    # training corpora keep tokens, not text: the claims are read against the source as the model
+    # reads it (its agents' tokens, truncated to data.max_article_tokens)
+    sources = None if all(d.article for d in docs) else [" ".join(t for agent in d.agents for t in agent) for d in docs]
+    _, scores = evaluate(Summarizer.from_model(model, vocab, config), docs, search, config.train.batch_size,
+                         sources=sources)
     values = {"valid_rougeL": scores["rougeLsum"]}
     for name in VALID_CLAIMS:
         if scores.get(name) is not None:

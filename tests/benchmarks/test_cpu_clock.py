@@ -62,3 +62,20 @@ def test_a_resumed_sitting_counts_the_cpu_spent_up_to_its_checkpoint(tmp_path):
         assert cpu[0] >= 100.0 and 100.5 <= cpu[-1] < 105.0
     finally:
         busy.kill()
+
+
+def test_the_resume_offset_of_a_run_is_read_from_its_checkpoint_clock_and_log(tmp_path, capsys):
+    """What the study scripts' RESUME=1 passes as --offset-seconds: the CPU spent when last.pt's step
+    was logged, from RUN.cpu.jsonl beside the run and RUN/metrics.jsonl; 0 for a step-0 checkpoint."""
+    import torch
+
+    run = tmp_path / "rl-0.1"
+    (run / "checkpoints").mkdir(parents=True)
+    samples = [{"time": 100.0, "cpu_s": 0.0}, {"time": 200.0, "cpu_s": 90.0}]
+    (tmp_path / "rl-0.1.cpu.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 20, "time": 150.0, "loss": 1.0}) + "\n")
+    for step, expected in ((20, 45.0), (0, 0.0)):
+        torch.save({"model": {}, "config": {}, "vocab": [], "step": step}, run / "checkpoints" / "last.pt")
+        assert cpu_clock.resume_offset(run) == expected
+        assert cpu_clock.main(["--resume-offset", str(run)]) == 0
+        assert float(capsys.readouterr().out) == expected
