@@ -53,24 +53,22 @@ def sentence_claim_score(words: Sequence[str], source: SourceClaims) -> tuple[fl
     """(c_q, right, wrong) of one tokenized summary sentence against ``source``.
 
     A period mention that agrees counts right only in a sentence that states a figure (a number
-    with its metric, or an estimate): the period is then an attribute of that claim. On its own,
-    a sentence such as ``q3 .`` would score c_q = +1, and since each sentence is rewarded, a policy
-    could collect lambda per sentence by writing period mentions without figures (an RL run at
-    lambda 0.1 scored that way lost 7 greedy ROUGE-L points on the selection calls in 100 steps).
-    A period that disagrees counts wrong in any sentence."""
+    counted right or wrong above): the period is then an attribute of that claim. On its own, a
+    sentence such as ``q3 .`` would score c_q = +1, and since each sentence is rewarded, a policy
+    could collect lambda per sentence by writing period mentions without figures. A period that
+    disagrees counts wrong in any sentence."""
     words = [w.lower() for w in words]
     right = wrong = 0
-    figures = 0
     for claim in sentence_claims(words, source):
         right += claim.status in RIGHT
         wrong += claim.status in WRONG
-        figures += claim.status in RIGHT or claim.status in WRONG
+    states_figure = right + wrong > 0
     if source.period is not None:
         forward = forward_looking(words)
         for mention in period_mentions(words):
             agrees = mention_agrees(mention, source.period, forward)
             if agrees is not None:
-                right += agrees and figures > 0
+                right += agrees and states_figure
                 wrong += not agrees
     wrong += len(malformed_figures(words))
     return ((right - wrong) / (right + wrong) if right + wrong else 0.0), right, wrong
