@@ -43,18 +43,7 @@ reading() {  # NAME -> the --set arguments of that reading
 train() {  # NAME
   local run=$ROOT/$1 offset=0 resume=()
   if [[ -n "${RESUME:-}" && -f "$run/checkpoints/last.pt" ]]; then
-    offset=$(python - "$run" <<'PY'
-import json, sys
-sys.path.insert(0, "benchmarks/studies")
-import cpu_clock
-from agentsum.checkpoint import read_checkpoint
-run = sys.argv[1]
-step = int(read_checkpoint(f"{run}/checkpoints/last.pt", mmap=True)["step"])
-samples = [json.loads(line) for line in open(f"{run}.cpu.jsonl")]
-metrics = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
-print(cpu_clock.cpu_before_step(samples, metrics, step) if step else 0.0)
-PY
-)
+    offset=$(python benchmarks/studies/cpu_clock.py --resume-offset "$run")
     resume=(--resume auto)
   fi
   # shellcheck disable=SC2046

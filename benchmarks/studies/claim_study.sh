@@ -100,18 +100,7 @@ train() {  # READING
   config=${lines[0]}
   for setting in "${lines[@]:1}"; do args+=(--set "$setting"); done
   if [[ -n "${RESUME:-}" && -f "$run/checkpoints/last.pt" ]]; then
-    offset=$(python - "$run" <<'PY'
-import json, sys
-sys.path.insert(0, "benchmarks/studies")
-import cpu_clock
-from agentsum.checkpoint import read_checkpoint
-run = sys.argv[1]
-step = int(read_checkpoint(f"{run}/checkpoints/last.pt", mmap=True)["step"])
-samples = [json.loads(line) for line in open(f"{run}.cpu.jsonl")]
-metrics = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
-print(cpu_clock.cpu_before_step(samples, metrics, step) if step else 0.0)
-PY
-)
+    offset=$(python benchmarks/studies/cpu_clock.py --resume-offset "$run")
     args+=(--resume auto)
     echo "$run: resuming; $offset CPU seconds before its checkpoint count in its budget" >&2
   fi

@@ -62,6 +62,20 @@ def cpu_before_step(samples: list[dict], metrics: list[dict], step: int) -> floa
     return cpu_at(samples, min(times))
 
 
+def resume_offset(run: str | Path) -> float:
+    """The CPU seconds a run resumed from ``RUN/checkpoints/last.pt`` counts in its budget: what it had
+    spent when it logged that checkpoint's step (``RUN.cpu.jsonl`` beside the run directory; 0 for a
+    checkpoint of step 0). For study scripts: ``python benchmarks/studies/cpu_clock.py --resume-offset RUN``."""
+    from agentsum.checkpoint import read_checkpoint
+
+    run = Path(run)
+    step = int(read_checkpoint(run / "checkpoints" / "last.pt", mmap=True)["step"])
+    if not step:
+        return 0.0
+    read = lambda path: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]  # noqa: E731
+    return cpu_before_step(read(run.parent / f"{run.name}.cpu.jsonl"), read(run / "metrics.jsonl"), step)
+
+
 def machine() -> dict:
     """Which machine measured a run: its boot id (one per machine here), CPU model, cores and whether
     it has AVX-512 (two machines here both say "AMD EPYC", and only one has it). CPU
@@ -82,8 +96,10 @@ def machine() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--pid", type=int, required=True)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--resume-offset", metavar="RUN", help="print the CPU seconds RUN had spent at its last.pt "
+                   "(what --offset-seconds takes when it resumes) and exit")
+    p.add_argument("--pid", type=int)
+    p.add_argument("--out", type=Path)
     p.add_argument("--every", type=float, default=5.0, help="seconds between samples")
     p.add_argument("--stop-after-minutes", type=float, default=None, metavar="MIN",
                    help="send the process SIGTERM once it has had MIN minutes of CPU, then keep sampling "
@@ -92,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="CPU seconds of earlier sittings of the run, added to every sample and counted in the "
                         "budget (a run resumed from its checkpoint)")
     args = p.parse_args(argv)
+    if args.resume_offset:
+        print(resume_offset(args.resume_offset))
+        return 0
+    if args.pid is None or args.out is None:
+        p.error("--pid and --out are required (or --resume-offset RUN)")
     stopped = False
     with args.out.open("a") as f:
         while (process := cpu_seconds(args.pid)) is not None:
