@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from claim_table import read_jsonl  # noqa: E402
 from cpu_clock import cpu_at  # noqa: E402
 
 #: validation records' claim figures, in the curves' columns
@@ -50,11 +51,6 @@ SELECTED = (("rouge1", "R-1"), ("rouge2", "R-2"), ("rougeLsum", "R-L"), ("number
             ("direction_agreement", "direction"), ("malformed_figures", "malformed"))
 #: claim figures a chosen checkpoint may not lose against the start (higher is better)
 GUARDED = ("numbers_in_metric_context", "period_agreement", "direction_agreement")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] \
-        if path.exists() else []
 
 
 @dataclass
