@@ -178,13 +178,17 @@ def checkpoint_path(checkpoint: str | Path | None) -> Path:
 
 
 def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype = torch.float16,
-                     overrides: list[str] | None = None) -> dict:
+                     overrides: list[str] | None = None, quantize: str | None = None) -> dict:
     """Write ``source``'s weights in ``dtype`` with its configuration and vocabulary, without the
     optimizer, scheduler and RNG state: a file for summarizing only, a sixth of a training
     checkpoint's size at 16 bits. ``load_model`` reads it like any checkpoint (weights are cast
     back to the model's float32 parameters). ``overrides`` (``search.KEY=VALUE``, as ``--set``)
     change decoding defaults, e.g. a ``min_length`` chosen on validation after training; only the
-    search section can change, since the weights fix the rest. Returns the metadata written."""
+    search section can change, since the weights fix the rest. ``quantize="int8"`` records that the
+    model is to run in dynamic int8 on the CPU: a Summarizer of the file quantizes its LSTM and
+    linear layers as it loads (:mod:`agentsum.models.quantize`; the int8 weights are computed from
+    the 16-bit ones in a fraction of a second, so the file stays in 16 bits, and on a GPU it runs in
+    float). Returns the metadata written."""
     state = read_checkpoint(source)
     if overrides:
         wrong = [o for o in overrides if not o.startswith("search.")]
@@ -195,6 +199,12 @@ def export_inference(source: str | Path, target: str | Path, dtype: torch.dtype 
     weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state["model"].items()}
     metadata = {k: v for k, v in state.items() if k not in TRAINING_STATE}
     metadata["exported"] = {"from": Path(source).name, "dtype": str(dtype).removeprefix("torch.")}
+    if quantize not in (None, "none"):
+        if quantize != "int8":
+            raise ConfigError(f"--quantize {quantize}: expected int8 or none")
+        metadata["quantize"] = quantize
+    else:
+        metadata.pop("quantize", None)
     save_checkpoint({"model": weights, **metadata, "format": CHECKPOINT_FORMAT}, target)
     return metadata
 

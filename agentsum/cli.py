@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from agentsum.config import ConfigError, load_config, preset_names
-from agentsum.options import (EPILOG_DATA, add_data_options, add_device_option, add_model_options, add_search_options,
-                              chosen_checkpoint, data_settings, data_source, progress, search_overrides, warn)
+from agentsum.options import (EPILOG_DATA, add_data_options, add_device_option, add_job_options, add_model_options,
+                              add_quantize_option, add_search_options, chosen_checkpoint, data_settings, data_source,
+                              progress, search_overrides, warn)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsum", description="Deep Communicating Agents summarization toolkit.")
@@ -72,8 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "drew most from and its agent, and for a number where the source states it; for every sentence "
                         "the source sentences it rests on (docs/provenance.md; the service's record). Needs a model "
                         "with a copy mechanism")
+    p.add_argument("--out", metavar="DIR",
+                   help="write the summaries to DIR/summaries.txt (DIR/provenance.jsonl with --provenance) as a job in "
+                        "parts: resumable (--resume), shardable (--shard, torchrun); without it they go to stdout")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed .jsonl rows (counted and reported) instead of stopping at the first")
     add_device_option(p)
+    add_quantize_option(p)
     add_search_options(p)
+    add_job_options(p)
 
     p = sub.add_parser("evaluate", help="summarize a corpus and score it with ROUGE", epilog=EPILOG_DATA,
                        description="Decode every document of DATA and report ROUGE-1/2/L F1 (rouge-score, stemming, "
@@ -91,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
     add_device_option(p)
+    add_quantize_option(p)
     add_search_options(p)
+    add_job_options(p)
 
     p = sub.add_parser("lead3", help="score the Lead-3 baseline with ROUGE", epilog=EPILOG_DATA,
                        description="The first K sentences of each article (--sentences, default 3; or its first N "
@@ -122,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight precision (default float16)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="search.KEY=VALUE",
                    help="change a decoding default, e.g. --set search.min_length=15 (repeatable)")
+    p.add_argument("--quantize", choices=("none", "int8"), default="none",
+                   help="int8: the file asks to be run in dynamic int8 on the CPU (its LSTM and linear layers are "
+                        "quantized as it loads, from the 16-bit weights it holds; on a GPU it runs in float)")
     sub.add_parser("models", help="list the models shipped with agentsum (--model NAME)",
                    description="List the models shipped with agentsum, by the name --model and Summarizer(NAME) "
                                "take: whether this installation holds the file, its size, what the model is for "
@@ -210,58 +223,187 @@ def _search_config(args, config, vocab=None):
 
 
 def loaded_summarizer(args):
-    """The Summarizer of --checkpoint on --device, with the device's settings (TF32 on CUDA)."""
+    """The Summarizer of --checkpoint on --device (--quantize where given), with the device's
+    settings (TF32 on CUDA)."""
     from agentsum.devices import choose_device, use_tf32
     from agentsum.summarizer import Summarizer
 
-    device = choose_device(args.device, setting="--device")
+    quantize = getattr(args, "quantize", None)
+    device = choose_device("cpu" if quantize == "int8" and args.device == "auto" else args.device, setting="--device")
     use_tf32(device)
-    return Summarizer(chosen_checkpoint(args), device=device)
+    try:
+        return Summarizer(chosen_checkpoint(args), device=device, quantize=quantize)
+    except ValueError as e:
+        if quantize is None or "quantize" not in str(e):
+            raise
+        raise ConfigError(f"--quantize {quantize}: {str(e).split(': ', 1)[-1]}") from None
+
+
+def _shard(args):
+    """--shard K/N as a Shard (checked before the model loads), and whether the command runs as a
+    job in parts (--out given); --shard, --resume or torchrun without --out is refused."""
+    import os
+
+    from agentsum.jobs import Shard
+
+    shard = Shard.parse(args.shard) if args.shard else None
+    if args.out is None:
+        wanted = [o for o, given in (("--shard", args.shard), ("--resume", args.resume),
+                                     ("torchrun", int(os.environ.get("WORLD_SIZE", "1")) > 1)) if given]
+        if wanted:
+            raise ConfigError(f"{wanted[0]} needs --out DIR: the shards write their parts there and the last one "
+                              "merges them into one output")
+    return shard
+
+
+def _ranks_threads(args) -> None:
+    """Under torchrun, each rank takes its share of the machine's cores (unless --threads says)."""
+    import os
+
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if local_world > 1 and not args.threads:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+
+
+def _job(args, command: str, summarizer, search_config, spec: str, shard, **settings):
+    """The :class:`agentsum.jobs.Job` of this process: its shard of --shard under torchrun, and the
+    identity a resume must match (the input's bytes, the model, the settings)."""
+    from agentsum.data.store import source_digest
+    from agentsum.evaluation.evaluate import search_fields
+    from agentsum.jobs import Job, launched_shard, restarted
+
+    mine, rank = launched_shard(shard)
+    model = summarizer.checkpoint.resolve()
+    identity = {"command": command, "input": spec if spec.startswith("hf:") else str(Path(spec).resolve()),
+                "digest": source_digest(spec), "model": str(model), "model_bytes": model.stat().st_size,
+                "quantize": summarizer.quantize, "search": search_fields(search_config),
+                "batch_size": args.batch_size, **settings}
+    return Job(args.out, identity, mine, resume=args.resume or restarted(), part_rows=args.part_rows,
+               input_name=spec), rank
+
+
+def _run_job(job, rank: int, examples, decode, estimate, label: str):
+    """Begin ``job`` (None when it had finished before: said on stderr), decode this shard's parts,
+    release the lock; (parts decoded here, rows read), or None for a finished job."""
+    from agentsum.jobs import JobProgress, run_job
+
+    done = job.finished() if job.resume else None
+    if done is not None:
+        print(f"nothing to do: {job.out} holds this job, finished {done['finished']} ({done['rows']:,} rows of "
+              f"{job.input_name}; {', '.join(done['outputs'])})", file=sys.stderr)
+        return None
+    written = job.begin()
+    try:
+        shown = JobProgress(job, label, estimate, enabled=rank == 0)
+        result = run_job(job, examples, decode, written, shown)
+        shown.update(final=True)
+    except BaseException:
+        job.release()
+        raise
+    job.release()
+    if result[1] == 0:
+        job.abandon()
+    return result
 
 
 def cmd_summarize(args) -> int:
     from agentsum.data.corpus import Example, read_text_file
-    from agentsum.data.records import DataError
-    from agentsum.data.sources import iter_examples
+    from agentsum.data.records import DataError, ReadStats
+    from agentsum.data.sources import iter_examples, no_examples
 
+    if args.provenance and args.raw:
+        raise ConfigError("--provenance and --raw: choose one (--provenance gives each word's token and shown form)")
+    shard = _shard(args)
+    _ranks_threads(args)
     summarizer = loaded_summarizer(args)
+    stats = ReadStats()
     if args.input.endswith(".jsonl"):
-        # read and decoded 1,000 rows at a time, each chunk printed when done: memory holds one chunk
+        # read and decoded 1,000 rows at a time (a part), each printed when done: memory holds one part
         from agentsum.data.store import estimate_rows
 
-        examples = iter_examples(args.input, article_field=args.field, require_summary=False)
+        examples = iter_examples(args.input, article_field=args.field, require_summary=False,
+                                 skip_bad=args.skip_bad, stats=stats)
         total = estimate_rows(args.input) or 0
     else:
         examples = iter([Example(id=args.input, article=read_text_file(args.input), summary="", origin=args.input)])
         total = 1
     search_config = _search_config(args, summarizer.config, summarizer.vocab)
-    started = time.perf_counter()
-    shown = progress(total, "summarizing") if total > args.batch_size else None
-    n = words = 0
-    if args.provenance and args.raw:
-        raise ConfigError("--provenance and --raw: choose one (--provenance gives each word's token and shown form)")
-    while chunk := list(itertools.islice(examples, 1000)):
+
+    def decode(chunk, step) -> list[dict]:
+        """One record per example: the line printed (text, or its provenance as JSON) and its tokens."""
         for example in chunk:  # a text far longer than the model reads: said on stderr, summarized anyway
             notice = summarizer.length_warning(example.article, "<stdin>" if example.origin == "-" else example.origin)
             if notice is not None:
                 warn(f"agentsum summarize: warning: {notice}")
         if args.provenance:
-            results = _explained(summarizer, chunk, search_config, args.batch_size, shown)
-            for example, result in zip(chunk, results):
-                print(json.dumps({"id": example.id, **result}, ensure_ascii=False), flush=True)
-            n, words = n + len(chunk), words + sum(len(r["words"]) for r in results)
-            continue
+            results = _explained(summarizer, chunk, search_config, args.batch_size, step)
+            return [{"id": e.id, "line": json.dumps({"id": e.id, **r}, ensure_ascii=False), "tokens": len(r["words"])}
+                    for e, r in zip(chunk, results)]
         texts, summaries = summarizer.summarize_examples(chunk, search_config, raw=args.raw,
-                                                         batch_size=args.batch_size, progress=shown)
-        for text in texts:
-            print(text, flush=True)
-        n, words = n + len(chunk), words + sum(len(t) for t in summaries)
+                                                         batch_size=args.batch_size, progress=step)
+        return [{"id": e.id, "line": t, "tokens": len(w)} for e, t, w in zip(chunk, texts, summaries)]
+
+    started = time.perf_counter()
+    if args.out is not None:
+        return _summarize_job(args, summarizer, search_config, examples, total, stats, shard, decode)
+    shown = progress(total, "summarizing") if total > args.batch_size else None
+    n = words = 0
+    while chunk := list(itertools.islice(examples, args.part_rows)):
+        for record in decode(chunk, shown or (lambda n: None)):
+            print(record["line"], flush=True)
+            words += record["tokens"]
+        n += len(chunk)
+    _skipped(stats, args.input)
     if n == 0:
-        raise DataError(f"no examples in {args.input}")
+        raise DataError(no_examples(args.input, None, None, stats))
     seconds = time.perf_counter() - started
     print(f"summarized {n} document(s) in {seconds:.2f}s ({n / max(seconds, 1e-9):.2f} documents/s, "
           f"beam {search_config.beam_size}, {words / max(n, 1):.1f} tokens per summary; model loading "
           f"excluded)", file=sys.stderr)
+    return 0
+
+
+def _skipped(stats, source: str) -> None:
+    report = stats.report(source)
+    if report is not None:
+        warn(report)
+
+
+def _summarize_job(args, summarizer, search_config, examples, total, stats, shard, decode) -> int:
+    """``agentsum summarize --out DIR``: this process's parts; the last shard merges them into
+    DIR/summaries.txt (DIR/provenance.jsonl with --provenance), one line per row in input order."""
+    from agentsum.data.records import DataError
+    from agentsum.data.sources import no_examples
+
+    job, rank = _job(args, "summarize", summarizer, search_config, args.input, shard, field=args.field,
+                     raw=args.raw, provenance=args.provenance, skip_bad=args.skip_bad)
+    result = _run_job(job, rank, examples, decode, total, "summarizing")
+    if result is None:
+        return 0
+    _skipped(stats, args.input)
+    if result[1] == 0:
+        raise DataError(no_examples(args.input, None, None, stats) + "; nothing was written to " + args.out)
+    if not (job.complete() and job.claim_merge()):
+        print(f"shard {job.shard}: {result[0]} part(s) decoded into {job.parts_dir}; the shard that finishes last "
+              f"merges them", file=sys.stderr)
+        return 0
+    name = "provenance.jsonl" if args.provenance else "summaries.txt"
+    target = job.out / name
+    tmp = job.out / f".tmp-{job.host}-{job.pid}-{name}"
+    rows = words = 0
+    seconds = 0.0
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for header, records in job.read_parts():
+            seconds += header["seconds"]
+            for record in records:
+                handle.write(record["line"] + "\n")
+                rows, words = rows + 1, words + record["tokens"]
+    tmp.replace(target)
+    job.finish([str(target)])
+    print(f"summarized {rows:,} document(s) into {target} ({rows / max(seconds, 1e-9):.2f} documents/s per process, "
+          f"beam {search_config.beam_size}, {words / max(rows, 1):.1f} tokens per summary)", file=sys.stderr)
     return 0
 
 
@@ -289,33 +431,54 @@ def cmd_evaluate(args) -> int:
     from agentsum.data.records import DataError, ReadStats
     from agentsum.data.sources import iter_examples, no_examples
     from agentsum.data.store import estimate_rows
-    from agentsum.evaluation.evaluate import NoDocuments, evaluate_corpus, write_results
+    from agentsum.evaluation.evaluate import Decoded, decode_examples, score_decoded, write_results
 
+    shipped = Path("runs/shipped" if args.model in (None, "dialogue") else f"runs/shipped-{args.model}")
+    if args.out is None:
+        checkpoint = chosen_checkpoint(args)
+        args.out = str((checkpoint.parent.parent if args.checkpoint else shipped) / f"eval-{Path(args.data).stem}")
+    shard = _shard(args)
+    _ranks_threads(args)
     summarizer = loaded_summarizer(args)
     d = data_settings(args, summarizer.config.data)
     stats = ReadStats()
-    # streamed: a chunk of documents at a time is prepared and decoded (bounded memory on any corpus)
+    # streamed: a part of documents at a time is prepared and decoded (bounded memory on any corpus)
     examples = iter_examples(args.data, start=args.start, end=args.end, article_field=d.article_field,
                              summary_field=d.summary_field, id_field=d.id_field, skip_bad=d.skip_bad,
                              min_human_label=d.min_human_label, stats=stats)
     total = estimate_rows(args.data, args.start, args.end)
     search_config = _search_config(args, summarizer.config, summarizer.vocab)
-    try:
-        result = evaluate_corpus(summarizer, examples, search_config, args.batch_size, progress(total or 0, "decoding"))
-    except NoDocuments:
-        if stats.read == 0:
-            raise DataError(no_examples(args.data, args.start, args.end, stats)) from None
-        raise
-    report = stats.report(args.data)
-    if report is not None:
-        warn(report)
-    shipped = Path("runs/shipped" if args.model in (None, "dialogue") else f"runs/shipped-{args.model}")
-    default_out = (summarizer.checkpoint.parent.parent if args.checkpoint else shipped) / f"eval-{Path(args.data).stem}"
-    out = Path(args.out) if args.out else default_out
-    scores = result.scores
-    write_results(out, result.predictions, result.references, result.ids, scores, result.per_document)
+
+    def decode(chunk, step) -> list[dict]:
+        return [{"id": e.id, "empty": True} if r is None else r.to_json()
+                for e, r in zip(chunk, decode_examples(summarizer, chunk, search_config, args.batch_size, step))]
+
+    job, rank = _job(args, "evaluate", summarizer, search_config, args.data, shard, start=args.start, end=args.end,
+                     fields=[d.article_field, d.summary_field, d.id_field], skip_bad=d.skip_bad,
+                     min_human_label=d.min_human_label)
+    result = _run_job(job, rank, examples, decode, total, "decoding")
+    if result is None:
+        return 0
+    _skipped(stats, args.data)
+    if result[1] == 0:
+        raise DataError(no_examples(args.data, args.start, args.end, stats))
+    if not (job.complete() and job.claim_merge()):
+        print(f"shard {job.shard}: {result[0]} part(s) decoded into {job.parts_dir}; the shard that finishes last "
+              f"merges and scores them", file=sys.stderr)
+        return 0
+    decoded, seconds = [], 0.0
+    for header, records in job.read_parts():
+        seconds += header["seconds"]
+        decoded += [Decoded.from_json(r) for r in records if not r.get("empty")]
+    if not decoded:
+        raise DataError(f"{args.data}: no document with tokens to evaluate")
+    evaluation = score_decoded(summarizer.language, decoded, search_config, seconds)
+    scores = evaluation.scores
+    out = job.out
+    write_results(out, evaluation.predictions, evaluation.references, evaluation.ids, scores, evaluation.per_document)
+    job.finish([str(out / name) for name in ("predictions.txt", "predictions.jsonl", "scores.json")])
     print_scores(scores)
-    print(f"{scores['documents_per_s']:.2f} documents/s (beam {search_config.beam_size}); results in {out}")
+    print(f"{scores['documents_per_s']:.2f} documents/s per process (beam {search_config.beam_size}); results in {out}")
     return 0
 
 
@@ -372,9 +535,10 @@ def cmd_export(args) -> int:
 
     from agentsum.checkpoint import export_inference
 
-    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), args.overrides)
+    export_inference(args.checkpoint, args.out, getattr(torch, args.dtype), args.overrides, quantize=args.quantize)
     size = Path(args.out).stat().st_size
-    print(f"wrote {args.out} ({size / 2**20:.1f} MiB, {args.dtype} weights, no optimizer state)")
+    runs = ", runs in int8 on the CPU" if args.quantize == "int8" else ""
+    print(f"wrote {args.out} ({size / 2**20:.1f} MiB, {args.dtype} weights{runs}, no optimizer state)")
     return 0
 
 

@@ -81,6 +81,30 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help=DEVICE_HELP)
 
 
+QUANTIZE_HELP = ("int8: run the LSTM and linear layers in dynamic int8 on the CPU (PyTorch's quantize_dynamic; "
+                 "docs/distributed.md has its speed and ROUGE against float32 per model); none: float32. "
+                 "Default: what the checkpoint asks for (agentsum export --quantize int8), else none")
+
+
+def add_quantize_option(p: argparse.ArgumentParser) -> None:
+    """--quantize int8|none (default: the checkpoint's), for :class:`agentsum.summarizer.Summarizer`."""
+    p.add_argument("--quantize", choices=("none", "int8"), help=QUANTIZE_HELP)
+
+
+def add_job_options(p: argparse.ArgumentParser) -> None:
+    """--shard K/N, --resume and --part-rows: a corpus decoded in parts (:mod:`agentsum.jobs`)."""
+    g = p.add_argument_group("corpus jobs (with --out; docs/distributed.md)")
+    g.add_argument("--shard", metavar="K/N",
+                   help="decode only shard K of N (1 <= K <= N) of the input's parts, e.g. a SLURM array task "
+                        "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N; under torchrun every "
+                        "rank takes its share of it. The last shard to finish merges the parts")
+    g.add_argument("--resume", action="store_true",
+                   help="continue the job in --out: the parts already written are kept and the rest decoded (the "
+                        "input and settings must be those the job began with)")
+    g.add_argument("--part-rows", type=int, default=1000, metavar="R",
+                   help="rows per part, the unit written atomically and lost at most to a kill (default 1000)")
+
+
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --min-length-ratio, --no-block-trigrams,
     --no-repeat-ngram-size, --repetition-penalty, --repeat-window, --numbers-from-source,

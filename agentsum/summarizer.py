@@ -17,6 +17,9 @@ the model's lower-cased tokens joined by spaces, the form ROUGE scores). Decodin
 the checkpoint's ``search`` section. ``device`` is where the model runs: ``"auto"`` (the default: a
 GPU where one is present, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``
 (:func:`agentsum.devices.choose_device`, as ``train.device`` and every command's ``--device``).
+``quantize="int8"`` runs the LSTM and linear layers in dynamic int8 on the CPU
+(:mod:`agentsum.models.quantize`; ``--quantize int8`` on the command line); None (the default) takes
+what the checkpoint asks for (``agentsum export --quantize int8``), ``"none"`` keeps float32.
 
 Load -> prepare -> search -> words is written here once: ``agentsum summarize``, ``evaluate``,
 ``analyze``, the HTTP service and validation during training all decode through a Summarizer
@@ -46,6 +49,7 @@ from agentsum.decoding.provenance import provenance, sentence_sources
 from agentsum.decoding.search import Hypotheses, SearchConfig, search
 from agentsum.devices import choose_device
 from agentsum.models.base import SummarizationModel
+from agentsum.models.quantize import QUANTIZE_CHOICES, QuantizeError, quantize_model
 from agentsum import checkpoint as checkpoints
 
 #: A text of more than this many times the tokens a model reads (in words) gets :meth:`Summarizer.length_warning`.
@@ -65,10 +69,24 @@ class Summarizer:
     provenance); language: the text processor of ``config.data``.
     """
 
-    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "auto"):
-        resolved = choose_device(device, setting="device")  # before loading: a bad device fails fast
+    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "auto",
+                 quantize: str | None = None):
+        if quantize not in (None, *QUANTIZE_CHOICES):
+            raise ValueError(f"quantize={quantize!r}: choose from {', '.join(QUANTIZE_CHOICES)} (None: the checkpoint's)")
         self.checkpoint: Path | None = checkpoints.checkpoint_path(checkpoint)
+        if quantize == "int8" and device == "auto":
+            device = "cpu"  # int8 kernels are CPU kernels
+        resolved = choose_device(device, setting="device")  # before loading: a bad device fails fast
         model, vocab, config, metadata = checkpoints.load_model(self.checkpoint, resolved)
+        if quantize is None:  # a file written by `agentsum export --quantize int8` asks for int8 on the CPU
+            quantize = metadata.get("quantize") or "none"
+            if resolved.type != "cpu":
+                quantize = "none"  # on a GPU such a file runs in float
+        try:
+            model = quantize_model(model, quantize)
+        except QuantizeError as e:
+            raise ValueError(f"quantize={quantize!r}: {e}") from None
+        self.quantize = quantize
         self._hold(model, vocab, config, metadata)
 
     @classmethod
@@ -77,7 +95,7 @@ class Summarizer:
         """A Summarizer of a model in memory (e.g. the one being trained); it is not put in eval mode
         here, :meth:`summarize_documents` does that while it decodes."""
         summarizer = cls.__new__(cls)
-        summarizer.checkpoint = None
+        summarizer.checkpoint, summarizer.quantize = None, "none"
         summarizer._hold(model, vocab, config, metadata or {})
         return summarizer
 
@@ -153,8 +171,9 @@ class Summarizer:
 
     @torch.no_grad()
     def summarize_documents(self, docs: Sequence[Document], search_config: SearchConfig, batch_size: int = 16,
-                            progress=None, with_attention: bool = False):
-        """Summary tokens for each document, in the order given; decoded in length-sorted batches.
+                            progress=None, with_attention: bool = False, bucket: bool = True):
+        """Summary tokens for each document, in the order given; decoded in length-sorted batches
+        (``bucket=False``: in batches of the order given, for comparison).
 
         With ``with_attention`` returns ``(tokens, attention)`` where ``attention[i]`` is document i's
         agent attention g^t per output token, a (len, A) tensor over its own A agents. ``progress(n)`` is called after
@@ -166,7 +185,7 @@ class Summarizer:
         results: list[list[str]] = [[] for _ in docs]
         attention: list[torch.Tensor | None] = [None for _ in docs]
         try:
-            for indices, batch in sorted_batches(docs, self.vocab, batch_size, with_targets=False):
+            for indices, batch in sorted_batches(docs, self.vocab, batch_size, with_targets=False, bucket=bucket):
                 hyps, words = self.decode_batch(batch, search_config)
                 for i, w, g in zip(indices, words, hyps.agent_attention):
                     results[i] = w
@@ -285,4 +304,6 @@ class Summarizer:
         return {"summary": "\n".join(texts), "words": words, "sentences": sentences}
 
     def __repr__(self) -> str:
-        return f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')}, device={str(self.device)!r})"
+        quantized = f", quantize={self.quantize!r}" if self.quantize != "none" else ""
+        return (f"Summarizer({str(self.checkpoint)!r}, step={self.metadata.get('step')}, device={str(self.device)!r}"
+                f"{quantized})")

@@ -320,9 +320,11 @@ def iterate_global_batches(lengths: Sequence[int], batch_size: int, *, seed: int
 
 
 def sorted_batches(docs: Sequence[Document], vocab: Vocabulary, batch_size: int,
-                   with_targets: bool = True) -> Iterator[tuple[list[int], Batch]]:
-    """Batches for evaluation, sorted by length for speed; yields the original indices too."""
-    order = np.argsort(document_lengths(docs), kind="stable").tolist()
+                   with_targets: bool = True, bucket: bool = True) -> Iterator[tuple[list[int], Batch]]:
+    """Batches for evaluation, of documents of similar length (sorted by length, for speed: a batch
+    pads to its longest document); yields the original indices too, so the caller restores the
+    order. ``bucket=False`` batches the documents in the order given."""
+    order = np.argsort(document_lengths(docs), kind="stable").tolist() if bucket else list(range(len(docs)))
     for s in range(0, len(order), batch_size):
         idx = order[s : s + batch_size]
         yield idx, to_batch([docs[i] for i in idx], vocab, with_targets)

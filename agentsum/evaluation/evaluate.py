@@ -8,6 +8,8 @@ numbers figures (``evaluation/numbers.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -41,7 +43,7 @@ def evaluate(summarizer: Summarizer, docs: Sequence[Document], search_config: Se
     if sources is None and all(d.article for d in docs):
         sources = [d.article for d in docs]
     scores, _ = score_summaries(language, predictions, [d.reference for d in docs], sources)
-    scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9), **_search_fields(search_config))
+    scores.update(seconds=seconds, documents_per_s=len(docs) / max(seconds, 1e-9), **search_fields(search_config))
     return predictions, scores
 
 
@@ -71,7 +73,7 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
     return scores, per_document
 
 
-def _search_fields(search_config: SearchConfig) -> dict:
+def search_fields(search_config: SearchConfig) -> dict:
     """Every search setting, recorded beside the scores, so that two runs can be compared only when
     they were decoded alike."""
     return dict(beam_size=search_config.beam_size, block_trigrams=search_config.block_trigrams,
@@ -99,56 +101,89 @@ class Evaluation:
     per_document: list[dict] = field(default_factory=list)
 
 
+@dataclass
+class Decoded:
+    """One document of a corpus, decoded and read: its summary, reference and id, its row for
+    predictions.jsonl (the numbers and claim figures, English) and the counts behind those figures
+    (None for other languages). :func:`score_decoded` scores a corpus of them; a sharded job
+    (:mod:`agentsum.jobs`) writes them to its parts as :meth:`to_json` and scores them once merged."""
+
+    id: str
+    prediction: str
+    reference: str
+    row: dict = field(default_factory=dict)
+    numbers: NumberCounts | None = None
+    claims: ClaimCounts | None = None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "prediction": self.prediction, "reference": self.reference, "document": self.row,
+                "numbers": None if self.numbers is None else dataclasses.asdict(self.numbers),
+                "claims": None if self.claims is None else dataclasses.asdict(self.claims)}
+
+    @classmethod
+    def from_json(cls, record: dict) -> Decoded:
+        numbers, claims = record.get("numbers"), record.get("claims")
+        return cls(record["id"], record["prediction"], record["reference"], record.get("document") or {},
+                   None if numbers is None else NumberCounts(**numbers),
+                   None if claims is None else ClaimCounts(**claims))
+
+
+def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_config: SearchConfig,
+                    batch_size: int = 16, progress=None) -> list[Decoded | None]:
+    """Each example decoded and read (:class:`Decoded`), in order; None for an example without
+    tokens (left out of the scores, as in training). The numbers figures (English) read each whole
+    article as written, not the truncated tokens the model saw."""
+    language = summarizer.language
+    english = language.language == "en"
+    prepared = summarizer.prepare_examples(examples, keep_text=False)  # one per example, in order
+    kept = [i for i, d in enumerate(prepared) if any(d.agents)]
+    tokens = summarizer.summarize_documents([prepared[i] for i in kept], search_config, batch_size, progress)
+    result: list[Decoded | None] = [None for _ in examples]
+    for i, t in zip(kept, tokens):
+        example, d = examples[i], prepared[i]
+        decoded = Decoded(d.id, language.summary_text(t), d.reference)
+        if english:
+            counts, unsupported = document_numbers(decoded.prediction, d.reference, example.article)
+            claim_counts, claim_row = document_claims(decoded.prediction, SourceClaims.from_text(example.article),
+                                                      d.reference)
+            decoded.row, decoded.numbers, decoded.claims = {**document_row(counts, unsupported), **claim_row}, \
+                counts, claim_counts
+        result[i] = decoded
+    return result
+
+
+def score_decoded(language, decoded: Sequence[Decoded], search_config: SearchConfig, seconds: float) -> Evaluation:
+    """The :class:`Evaluation` of decoded documents: ROUGE over all of them, the numbers and claim
+    figures from their summed counts (English), the speed and the search settings."""
+    if not decoded:
+        raise NoDocuments("no document with tokens to evaluate")
+    result = Evaluation([d.prediction for d in decoded], [d.reference for d in decoded], [d.id for d in decoded],
+                        per_document=[d.row for d in decoded])
+    result.scores, _ = score_summaries(language, result.predictions, result.references)
+    if language.language == "en":
+        numbers, claims = NumberCounts(), ClaimCounts()
+        for d in decoded:
+            numbers.add(d.numbers or NumberCounts())
+            claims.add(d.claims or ClaimCounts())
+        result.scores.update(number_figures(numbers))
+        result.scores.update(claim_figures(claims))
+    result.scores.update(seconds=seconds, documents_per_s=len(decoded) / max(seconds, 1e-9),
+                         **search_fields(search_config))
+    return result
+
+
 def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_config: SearchConfig,
                     batch_size: int = 16, progress=None, chunk: int = 1000) -> Evaluation:
     """:func:`evaluate` of a corpus read as it goes: ``chunk`` examples at a time are prepared and
-    decoded, so memory holds one chunk's documents, not the corpus's (the 11,490 CNN/DailyMail test
-    articles as well as a hundred). Documents without tokens are left out, as in training. The numbers
-    figures (English) read each whole article as written, not the truncated tokens the model saw,
-    and are counted as each chunk is decoded."""
+    decoded (:func:`decode_examples`), so memory holds one chunk's documents, not the corpus's (the
+    11,490 CNN/DailyMail test articles as well as a hundred). Documents without tokens are left out,
+    as in training."""
     started = time.perf_counter()
-    language = summarizer.language
-    english = language.language == "en"
-    result = Evaluation()
-    pending: list[Example] = []
-    numbers = NumberCounts()
-    claims = ClaimCounts()
-
-    def decode() -> None:
-        prepared = summarizer.prepare_examples(pending, keep_text=False)  # one per example, in order
-        pairs = [(e, d) for e, d in zip(pending, prepared) if any(d.agents)]
-        docs = [d for _, d in pairs]
-        for (example, d), t in zip(pairs, summarizer.summarize_documents(docs, search_config, batch_size, progress)):
-            result.predictions.append(language.summary_text(t))
-            result.references.append(d.reference)
-            result.ids.append(d.id)
-            if english:
-                counts, unsupported = document_numbers(result.predictions[-1], d.reference, example.article)
-                claim_counts, claim_row = document_claims(result.predictions[-1], SourceClaims.from_text(example.article),
-                                                          d.reference)
-                result.per_document.append({**document_row(counts, unsupported), **claim_row})
-                numbers.add(counts)
-                claims.add(claim_counts)
-            else:
-                result.per_document.append({})
-        pending.clear()
-
-    for example in examples:
-        pending.append(example)
-        if len(pending) == chunk:
-            decode()
-    if pending:
-        decode()
-    seconds = time.perf_counter() - started
-    if not result.predictions:
-        raise NoDocuments("no document with tokens to evaluate")
-    result.scores, _ = score_summaries(language, result.predictions, result.references)
-    if english:
-        result.scores.update(number_figures(numbers))
-        result.scores.update(claim_figures(claims))
-    result.scores.update(seconds=seconds, documents_per_s=len(result.predictions) / max(seconds, 1e-9),
-                         **_search_fields(search_config))
-    return result
+    decoded: list[Decoded] = []
+    examples = iter(examples)
+    for part in iter(lambda: list(itertools.islice(examples, chunk)), []):
+        decoded += [d for d in decode_examples(summarizer, part, search_config, batch_size, progress) if d is not None]
+    return score_decoded(summarizer.language, decoded, search_config, time.perf_counter() - started)
 
 
 def evaluate_examples(summarizer: Summarizer, examples: Iterable[Example], search_config: SearchConfig,

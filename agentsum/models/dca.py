@@ -237,6 +237,9 @@ class DCA(nn.Module):
     """Deep Communicating Agents; a :class:`agentsum.models.base.SummarizationModel`."""
 
     max_positions = None  # LSTMs read sequences of any length
+    #: layers whose weight is read as a tensor (eq 8's v2, the coverage vector w_c): int8
+    #: quantization (agentsum.models.quantize) leaves them in float
+    float_layers = ("v2", "w_cov")
 
     def __init__(self, config: DCAConfig):
         super().__init__()

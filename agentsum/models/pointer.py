@@ -103,8 +103,11 @@ class CopyDistribution:
         if self._logits is None:
             features = self.features
             weight = self.output_layer.weight
-            if features.dtype != weight.dtype and not torch.is_autocast_enabled(features.device.type):
-                features = features.to(weight.dtype)  # bf16 features (autocast) read after the region
+            # a dynamically quantized layer (int8: agentsum.models.quantize) takes float32 input and
+            # keeps its weight behind a method
+            dtype = weight.dtype if isinstance(weight, torch.Tensor) else torch.float32
+            if features.dtype != dtype and not torch.is_autocast_enabled(features.device.type):
+                features = features.to(dtype)  # bf16 features (autocast) read after the region
             self._logits = self.output_layer(features)
         return self._logits
 

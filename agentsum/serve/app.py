@@ -235,7 +235,7 @@ def _validation_errors(exc: RequestValidationError, content_type: str) -> tuple[
 
 def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, max_batch: int = 16,
                batch_wait_ms: float = 10, max_texts: int = 64, threads: int | None = None,
-               max_pending: int = 1024, device: str = "auto") -> FastAPI:
+               max_pending: int = 1024, device: str = "auto", quantize: str | None = None) -> FastAPI:
     """A FastAPI app serving the checkpoint (loaded here, once).
 
     max_body_bytes: larger request bodies get 413.      max_batch: documents decoded together at most.
@@ -243,10 +243,11 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
     max_texts:      texts per request at most.          threads: torch CPU threads for the model thread.
     max_pending:    documents waiting at most (beyond: 503).
     device:         where the model runs: auto (a GPU where one is present), cpu or cuda.
+    quantize:       int8 (dynamic int8 on the CPU), none, or None: what the checkpoint asks for.
     """
     if max_batch < 1 or max_texts < 1 or max_body_bytes < 1 or batch_wait_ms < 0 or max_pending < 1:
         raise ValueError("max_batch, max_texts, max_body_bytes, max_pending must be >= 1 and batch_wait_ms >= 0")
-    served = ServedModel(checkpoint_path, device)
+    served = ServedModel(checkpoint_path, device, quantize)
     use_tf32(served.summarizer.device)
     if threads:
         torch.set_num_threads(threads)
@@ -373,6 +374,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             "selection": describe_selection(served.selection, config, served.summarizer.metadata.get("averaged")),
             "parameters": served.parameters,
             "device": str(served.summarizer.device),
+            "quantize": served.summarizer.quantize,
             "search_defaults": dataclasses.asdict(config.search),
             "config": _public_config(config),
             "limits": app.state.limits,
@@ -418,7 +420,7 @@ def run(args) -> int:
     threads = getattr(args, "serve_threads", None) or getattr(args, "threads", None)
     app = create_app(chosen_checkpoint(args), max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                      batch_wait_ms=args.batch_wait_ms, max_texts=args.max_texts, threads=threads,
-                     device=getattr(args, "device", "auto"))
+                     device=getattr(args, "device", "auto"), quantize=getattr(args, "quantize", None))
     log.info("web page and API on http://%s:%d/ (schema: /openapi.json)", args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0

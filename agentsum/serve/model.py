@@ -36,10 +36,10 @@ class ServedModel:
     selection, parameters and load_seconds describe it for ``/v1/model`` and the log.
     """
 
-    def __init__(self, checkpoint_path: str | Path, device: str | torch.device = "auto"):
+    def __init__(self, checkpoint_path: str | Path, device: str | torch.device = "auto", quantize: str | None = None):
         started = time.perf_counter()
         self.path = Path(checkpoint_path)
-        self.summarizer = Summarizer(self.path, device)
+        self.summarizer = Summarizer(self.path, device, quantize=quantize)
         metadata = self.summarizer.metadata
         self.step: int | None = metadata.get("step")
         self.selection: dict = dict(metadata.get("selection") or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentsum.options import add_device_option, add_model_options
+from agentsum.options import add_device_option, add_model_options, add_quantize_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how long a document waits for others to batch with (default 10; 0 = no wait)")
     p.add_argument("--max-texts", type=int, default=64, help="texts per request at most (default 64)")
     add_device_option(p)
+    add_quantize_option(p)
     p.add_argument("--threads", dest="serve_threads", type=int, metavar="N",
                    help="torch CPU threads for the model (default: torch's choice)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
