@@ -129,15 +129,17 @@ class Decoded:
 
 
 def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_config: SearchConfig,
-                    batch_size: int = 16, progress=None) -> list[Decoded | None]:
+                    batch_size: int = 16, progress=None, bucket: bool = True) -> list[Decoded | None]:
     """Each example decoded and read (:class:`Decoded`), in order; None for an example without
     tokens (left out of the scores, as in training). The numbers figures (English) read each whole
-    article as written, not the truncated tokens the model saw."""
+    article as written, not the truncated tokens the model saw. ``bucket=False`` decodes in batches
+    of the order given instead of batches of similar length (for comparison)."""
     language = summarizer.language
     english = language.language == "en"
     prepared = summarizer.prepare_examples(examples, keep_text=False)  # one per example, in order
     kept = [i for i, d in enumerate(prepared) if any(d.agents)]
-    tokens = summarizer.summarize_documents([prepared[i] for i in kept], search_config, batch_size, progress)
+    tokens = summarizer.summarize_documents([prepared[i] for i in kept], search_config, batch_size, progress,
+                                            bucket=bucket)
     result: list[Decoded | None] = [None for _ in examples]
     for i, t in zip(kept, tokens):
         example, d = examples[i], prepared[i]
