@@ -92,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one-digit numbers apart, and the claim figures: period agreement (the summary's "
                                    "periods against the quarter the source reports), numbers in context (one source "
                                    "sentence states the number beside the metric the summary gives it), direction "
-                                   "agreement and malformed figures (docs/analysis.md). Writes predictions.txt, "
+                                   "agreement and malformed figures, and for dialogues the attribution figure "
+                                   "(whether each sentence's subject is the speaker whose side of the dialogue "
+                                   "holds its words) (docs/analysis.md). Writes predictions.txt, "
                                    "predictions.jsonl (with each document's numbers and claim figures) and scores.json "
                                    "to --out.")
     add_model_options(p)

@@ -21,6 +21,7 @@ from agentsum.data.dataset import Document
 from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
 from agentsum.data.claims import SourceClaims
+from agentsum.evaluation.attribution import AttributionCounts, attribution_figures, document_attribution
 from agentsum.evaluation.claims import ClaimCounts, claim_figures, claim_scores, document_claims
 from agentsum.evaluation.numbers import (NumberCounts, document_numbers, document_row, number_figures,
                                         number_scores)
@@ -69,7 +70,15 @@ def score_summaries(language, predictions: Sequence[str], references: Sequence[s
             scores.update(figures)
             figures, claim_rows = claim_scores(predictions, sources, references)
             scores.update(figures)
-            per_document = [{**row, **claims} for row, claims in zip(per_document, claim_rows)]
+            attribution, attribution_rows = AttributionCounts(), []
+            for prediction, source in zip(predictions, sources):
+                counts, row = document_attribution(prediction, source)
+                attribution.add(counts)
+                attribution_rows.append(row)
+            if attribution.checked:  # dialogue sources only
+                scores.update(attribution_figures(attribution))
+            per_document = [{**row, **claims, **who} for row, claims, who in zip(per_document, claim_rows,
+                                                                               attribution_rows)]
     return scores, per_document
 
 
@@ -114,18 +123,23 @@ class Decoded:
     row: dict = field(default_factory=dict)
     numbers: NumberCounts | None = None
     claims: ClaimCounts | None = None
+    attribution: AttributionCounts | None = None
 
     def to_json(self) -> dict:
+        counts = {name: None if getattr(self, name) is None else dataclasses.asdict(getattr(self, name))
+                  for name in ("numbers", "claims", "attribution")}
         return {"id": self.id, "prediction": self.prediction, "reference": self.reference, "document": self.row,
-                "numbers": None if self.numbers is None else dataclasses.asdict(self.numbers),
-                "claims": None if self.claims is None else dataclasses.asdict(self.claims)}
+                **counts}
 
     @classmethod
     def from_json(cls, record: dict) -> Decoded:
-        numbers, claims = record.get("numbers"), record.get("claims")
+        def counts(name, kind):
+            value = record.get(name)
+            return None if value is None else kind(**value)
+
         return cls(record["id"], record["prediction"], record["reference"], record.get("document") or {},
-                   None if numbers is None else NumberCounts(**numbers),
-                   None if claims is None else ClaimCounts(**claims))
+                   counts("numbers", NumberCounts), counts("claims", ClaimCounts),
+                   counts("attribution", AttributionCounts))
 
 
 def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_config: SearchConfig,
@@ -148,8 +162,9 @@ def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_
             counts, unsupported = document_numbers(decoded.prediction, d.reference, example.article)
             claim_counts, claim_row = document_claims(decoded.prediction, SourceClaims.from_text(example.article),
                                                       d.reference)
-            decoded.row, decoded.numbers, decoded.claims = {**document_row(counts, unsupported), **claim_row}, \
-                counts, claim_counts
+            attribution, attribution_row = document_attribution(decoded.prediction, example.article)
+            decoded.row = {**document_row(counts, unsupported), **claim_row, **attribution_row}
+            decoded.numbers, decoded.claims, decoded.attribution = counts, claim_counts, attribution
         result[i] = decoded
     return result
 
@@ -163,12 +178,15 @@ def score_decoded(language, decoded: Sequence[Decoded], search_config: SearchCon
                         per_document=[d.row for d in decoded])
     result.scores, _ = score_summaries(language, result.predictions, result.references)
     if language.language == "en":
-        numbers, claims = NumberCounts(), ClaimCounts()
+        numbers, claims, attribution = NumberCounts(), ClaimCounts(), AttributionCounts()
         for d in decoded:
             numbers.add(d.numbers or NumberCounts())
             claims.add(d.claims or ClaimCounts())
+            attribution.add(d.attribution or AttributionCounts())
         result.scores.update(number_figures(numbers))
         result.scores.update(claim_figures(claims))
+        if attribution.checked:  # dialogue sources only
+            result.scores.update(attribution_figures(attribution))
     result.scores.update(seconds=seconds, documents_per_s=len(decoded) / max(seconds, 1e-9),
                          **search_fields(search_config))
     return result
