@@ -1,0 +1,67 @@
+"""Hand labels of dialogue summaries: counts per system, and how far the attribution figure agrees.
+
+The labels (``benchmarks/results/samsum/labels/labels.jsonl``: one line per dialogue and system, with
+``wrong_person``, ``unsupported``, ``ungrammatical``, ``signable`` and a note) judge each summary
+against its dialogue only, by the criteria of that folder's README. This script prints, in markdown,
+each system's counts and the attribution figure's agreement with ``wrong_person`` (precision and
+recall of ``wrong_person_suspected``, summary by summary; agentsum.evaluation.attribution).
+
+    python benchmarks/studies/label_counts.py benchmarks/results/samsum/labels/labels.jsonl \\
+        --dialogues runs/labels/valid100.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from agentsum.evaluation.attribution import document_attribution  # noqa: E402
+
+LABELS = ("wrong_person", "unsupported", "ungrammatical", "signable")
+
+
+def read_jsonl(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def agreement(rows: list[dict], dialogues: dict[str, str]) -> dict:
+    tp = fp = fn = tn = 0
+    for row in rows:
+        _, found = document_attribution(row["summary"], dialogues[row["id"]])
+        suspected, labelled = bool(found["wrong_person_suspected"]), row["wrong_person"]
+        tp += suspected and labelled
+        fp += suspected and not labelled
+        fn += labelled and not suspected
+        tn += not suspected and not labelled
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "precision": 100 * tp / (tp + fp) if tp + fp else None, "recall": 100 * tp / (tp + fn) if tp + fn else None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labels")
+    parser.add_argument("--dialogues", required=True, help="the JSONL the summaries were made from (id, article)")
+    args = parser.parse_args()
+    rows = read_jsonl(args.labels)
+    dialogues = {r["id"]: r["article"] for r in read_jsonl(args.dialogues)}
+    by_system: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_system[row["system"]].append(row)
+    print("| system | summaries | " + " | ".join(LABELS) + " | attribution: precision | recall (wrong person) |")
+    print("|---|---|" + "---|" * (len(LABELS) + 2))
+    for system, group in by_system.items():
+        a = agreement(group, dialogues)
+        fmt = lambda v: "n/a" if v is None else f"{v:.0f}%"  # noqa: E731
+        print(f"| {system} | {len(group)} | " + " | ".join(str(sum(r[k] for r in group)) for k in LABELS)
+              + f" | {fmt(a['precision'])} ({a['tp']}/{a['tp'] + a['fp']}) | {fmt(a['recall'])} ({a['tp']}/{a['tp'] + a['fn']}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
