@@ -12,11 +12,11 @@ SCHOOL = ("Monica: How is school, Gaia?\nGaia: I have a lot of exams this term\n
           "Gaia: I will, mum")
 
 
-def test_the_sides_hold_each_speakers_words_and_what_is_said_to_them():
+def test_the_sides_hold_each_speakers_own_words():
     dialogue = Dialogue.parse(SCHOOL)
     assert dialogue.speakers == ["monica", "gaia"]
     assert "exam" in dialogue.sides["gaia"] and "exam" not in dialogue.sides["monica"]
-    assert "school" in dialogue.sides["gaia"]  # "How is school, Gaia?" is said to Gaia
+    assert "school" in dialogue.sides["monica"] and "school" not in dialogue.sides["gaia"]
     assert Dialogue.parse("Revenue grew 5%. We raised guidance.") is None
 
 
@@ -24,6 +24,10 @@ def test_a_sentence_given_to_the_wrong_speaker_is_misattributed():
     dialogue = Dialogue.parse(SCHOOL)
     assert check_sentence(tokenize("Monica will have a lot of exams this term."), dialogue) is False
     assert check_sentence(tokenize("Gaia has a lot of exams this term."), dialogue) is True
+    # Monica wrote "study" but not "exams": one of her words is enough, the rule only flags none
+    assert check_sentence(tokenize("Monica tells her to study for the exams."), dialogue) is True
+    # another participant's single word is not evidence enough
+    assert check_sentence(tokenize("Gaia asks about school."), dialogue) is True
     assert check_sentence(tokenize("Monica and Gaia talk about exams."), dialogue) is True  # either side
 
 
