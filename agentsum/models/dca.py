@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from agentsum.data.batch import Batch
+from agentsum.data.speakers import MAX_SPEAKERS, source_speakers
 from agentsum.data.vocab import PAD_ID
 from agentsum.models.additive import additive_scores
 from agentsum.models.base import (Attention, DecoderOutput, masked_softmax, producible_targets, step_log_probs,
@@ -97,6 +98,11 @@ class DCAConfig:
     # on long documents (benchmarks/results/long/), about one more encoder forward pass of time.
     # Same loss and gradients (tests/models/test_checkpoint_agents.py). Training only.
     checkpoint_agents: bool = False
+    # A learned vector per speaker (agentsum.data.speakers: 1 for the first to speak, ...) added to
+    # every source token's word embedding, so that the encoder knows whose words it reads; zeros at
+    # the start, so a model trained without it starts from what it was. Not in the paper: dialogues
+    # (SAMSum) give actions to the wrong participant when "who said this" is left to the name tokens.
+    speaker_embedding: bool = False
 
     def __post_init__(self):
         if self.pointer not in POINTERS:
@@ -248,6 +254,9 @@ class DCA(nn.Module):
         self.vocab_size = V
         self.embedding = nn.Embedding(V, E, padding_idx=PAD_ID)
         self.dropout = Dropout(config.dropout)
+        if config.speaker_embedding:
+            self.speaker = nn.Embedding(MAX_SPEAKERS + 1, E, padding_idx=0)
+            nn.init.zeros_(self.speaker.weight)
         # Encoder (section 2.1); parameters are shared by all agents.
         self.local = BiLSTMLayer(E, H)  # eq (1)-(2)
         self.contextual = nn.ModuleList(ContextualLayer(H) for _ in range(config.contextual_layers))
@@ -280,7 +289,10 @@ class DCA(nn.Module):
         agent_mask = batch.agent_mask  # (B, A)
         last = (batch.src_lengths - 1).clamp_min(0)  # (B, A) index of the last real token
 
-        x = self.dropout(self.embedding(src.reshape(B * A, S)))  # (B*A, S, E)
+        x = self.embedding(src.reshape(B * A, S))  # (B*A, S, E)
+        if self.config.speaker_embedding:
+            x = x + self.speaker(source_speakers(batch).reshape(B * A, S))
+        x = self.dropout(x)
         ends = self.config.agent_state == "ends"
         h, final = self._agent_states(self._run_layer(self.local, x, lengths, ends=ends), last)  # h^(1), eq (1)-(2)
         for layer in self.contextual:

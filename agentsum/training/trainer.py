@@ -272,11 +272,13 @@ class Trainer:
                 missing, unexpected = self.model.load_state_dict(previous["model"], strict=False)
                 # Starting from a model trained without coverage is See et al.'s (2017) recipe: they
                 # add coverage for a last, short phase. Its w_c starts at its initial value.
-                fresh = [k for k in missing if k.endswith("w_cov.weight")] if not resume else []
+                # A speaker table (model.speaker_embedding) added to a model trained without one starts
+                # at zeros, so the model starts as it was.
+                fresh = [k for k in missing if k.endswith(("w_cov.weight", "speaker.weight"))] if not resume else []
                 if unexpected or set(missing) - set(fresh):
                     raise RuntimeError(f"missing keys {sorted(set(missing) - set(fresh))}, unexpected keys {unexpected}")
                 if fresh:
-                    self._log(f"coverage weights {', '.join(fresh)} start fresh (not in {init_from})")
+                    self._log(f"weights {', '.join(fresh)} start fresh (not in {init_from})")
             except RuntimeError as e:
                 raise CheckpointError(f"{resume or init_from}: its weights do not fit this configuration's model "
                                       f"(check the model section against the checkpoint's): {e}") from None

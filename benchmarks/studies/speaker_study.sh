@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Speaker-aware reading against its control, at equal CPU minutes, from the shipped dialogue model.
+#
+# Each reading starts from the shipped dialogue model (`--init-from dialogue`) with samsum-m1's
+# settings and coverage on (as shipped), lr 3e-4, one thread, and differs only in its option:
+#
+#   control-S      MLE + coverage, seed S
+#   spkemb-S       the same with model.speaker_embedding (the speaker of every token), seed S
+#
+# Validation during training (NLL, the checkpoints) uses SAMSum validation rows 100-299, never the
+# labelled rows 0-99. Each run is stopped once its process has had MINUTES of CPU (cpu_clock.py);
+# its last checkpoint is the reading's model, scored by `score` on validation rows 100-813 and
+# summarized on the labelled rows 0-99.
+#
+#   bash benchmarks/studies/speaker_study.sh train control-1 control-2
+#   bash benchmarks/studies/speaker_study.sh score control-1 control-2
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. .venv/bin/activate
+MODE=${1:?train or score}; shift
+MINUTES=${MINUTES:-15}
+ROOT=${ROOT:-runs/speaker}
+mkdir -p "$ROOT"
+[[ -f $ROOT/select.jsonl ]] || sed -n '101,300p' ../shared/data/samsum/valid.jsonl > "$ROOT/select.jsonl"
+[[ -f $ROOT/valid100.jsonl ]] || head -n 100 ../shared/data/samsum/valid.jsonl > "$ROOT/valid100.jsonl"
+
+reading() {  # NAME-SEED -> the --set arguments of that reading
+  local seed=${1##*-}
+  case "${1%-*}" in
+    control) echo "--set train.seed=$seed" ;;
+    spkemb) echo "--set train.seed=$seed --set model.speaker_embedding=true" ;;
+    *) echo "unknown reading $1 (control-S or spkemb-S)" >&2; exit 2 ;;
+  esac
+}
+
+train() {  # NAME
+  local run=$ROOT/$1
+  # shellcheck disable=SC2046
+  agentsum train --config samsum-m1 --init-from dialogue --run-dir "$run" $(reading "$1") \
+      --set model.coverage=true --set train.lr=3e-4 --set data.valid="$ROOT/select.jsonl" \
+      --set train.valid_every=250 --set train.max_minutes=$((MINUTES * 4)) --set train.keep_checkpoints=40 \
+      >> "$run.log" 2>&1 &
+  local pid=$!
+  python benchmarks/studies/cpu_clock.py --pid "$pid" --out "$run.cpu.jsonl" --stop-after-minutes "$MINUTES" &
+  wait "$pid" || true
+}
+
+score() {  # NAME: its last checkpoint on validation rows 100-813, and its summaries of rows 0-99
+  local run=$ROOT/$1
+  agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/last.pt" --data ../shared/data/samsum/valid.jsonl \
+      --start 100 --out "$run/eval-100-813" >> "$run.score.log" 2>&1
+  agentsum --threads 1 summarize --checkpoint "$run/checkpoints/last.pt" "$ROOT/valid100.jsonl" \
+      --out "$run/labelled-text" >> "$run.score.log" 2>&1
+}
+
+for name in "$@"; do "$MODE" "$name" & done
+wait
