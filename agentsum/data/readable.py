@@ -118,9 +118,13 @@ def _placeholder_end(tokens: Sequence[str], i: int) -> int | None:
     return None
 
 
+_ENDS = (".", "!", "?")
+
+
 def detokenize(tokens: Sequence[str]) -> str:
     """PTB-like tokens -> text with natural spacing (no casing changes); a placeholder such as
-    ``<file_gif>`` is written as one word."""
+    ``<file_gif>`` is written as one word. An end mark (``.`` ``!`` ``?``) right after another is
+    left out: ``psycho ! .`` reads ``psycho!``."""
     tokens = list(tokens)
     joined: list[str] = []
     i = 0
@@ -146,6 +150,8 @@ def detokenize(tokens: Sequence[str]) -> str:
                 glue_next = True
             quote_open = not quote_open
             continue
+        if token in _ENDS and out and out[-1][-1:] in _ENDS:
+            continue  # "psycho ! ." -> "psycho!": a second end mark says nothing
         if glue_next == "currency" and not _AMOUNT_START.match(token):
             glue_next = False
         if out and (low in _NO_SPACE_BEFORE or glue_next):

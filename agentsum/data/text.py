@@ -380,10 +380,15 @@ def split_generated(tokens: list[str]) -> list[list[str]]:
 
     A trailing run without end punctuation is kept as a last sentence. A closing quote after the
     period starts the next sentence: without quote direction it cannot be told from an opening one.
+    An end mark right after another (``psycho ! .``) ends the same sentence, not a sentence of its
+    own (the detokenized text then drops it: :func:`agentsum.data.readable.detokenize`).
     """
     sentences: list[list[str]] = []
     current: list[str] = []
     for token in tokens:
+        if token in SENTENCE_END and not current and sentences and sentences[-1][-1] in SENTENCE_END:
+            sentences[-1].append(token)
+            continue
         current.append(token)
         if token in SENTENCE_END:
             sentences.append(current)

@@ -84,3 +84,11 @@ def test_detokenize_writes_placeholders_as_one_word_and_keeps_comparisons_apart(
     # a bracket that closes no short name-like run stays a word of its own
     assert detokenize(["2", "<", "3", "and", "a", "<", "b", "c", "d", "e", ">"]) == "2 < 3 and a < b c d e >"
     assert detokenize(["x", "<", ">", "y"]) == "x < > y"
+
+
+def test_a_second_end_mark_is_not_written():
+    from agentsum.data.readable import detokenize, readable
+    assert detokenize(["a", "psycho", "!", "."]) == "a psycho!"
+    assert detokenize(["why", "?", ".", "wait", "..."]) == "why? wait..."
+    assert readable("jerry will see amanda at the cafe ? . he is ok .".split(), "Jerry: x\nAmanda: y", True) \
+        == "Jerry will see Amanda at the cafe? He is ok."

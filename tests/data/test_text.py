@@ -141,7 +141,9 @@ def test_split_generated_splits_after_end_tokens():
     tokens = ["a", "b", ".", "c", "!", "d", "?", "u.s.", "e"]
     assert split_generated(tokens) == [["a", "b", "."], ["c", "!"], ["d", "?"], ["u.s.", "e"]]
     assert split_generated([]) == []
-    assert split_generated([".", "."]) == [["."], ["."]]
+    # an end mark right after another ends the same sentence: "psycho ! ." is one sentence
+    assert split_generated([".", "."]) == [[".", "."]]
+    assert split_generated(["stop", "a", "psycho", "!", ".", "ok", "."]) == [["stop", "a", "psycho", "!", "."], ["ok", "."]]
 
 
 def test_dialogue_articles_keep_one_sentence_per_utterance_with_the_speaker():
