@@ -47,8 +47,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("labels")
     parser.add_argument("--dialogues", required=True, help="the JSONL the summaries were made from (id, article)")
+    parser.add_argument("--rows", type=int, nargs=2, metavar=("FIRST", "END"),
+                        help="only the dialogues of rows FIRST to END-1 (the label's row field)")
     args = parser.parse_args()
     rows = read_jsonl(args.labels)
+    if args.rows:
+        rows = [r for r in rows if args.rows[0] <= r["row"] < args.rows[1]]
     dialogues = {r["id"]: r["article"] for r in read_jsonl(args.dialogues)}
     by_system: dict[str, list[dict]] = defaultdict(list)
     for row in rows:

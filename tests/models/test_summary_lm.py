@@ -1,0 +1,53 @@
+"""The summary language model (interpolated Kneser-Ney) used to rescore n-best lists."""
+
+import math
+
+import pytest
+
+from agentsum.models.summary_lm import EOS, NAME, UNK, NgramLM, with_name_class
+
+SUMMARIES = [
+    [NAME, "has", "to", "clean", "the", "house", "."],
+    [NAME, "has", "to", "go", "to", "work", "."],
+    [NAME, "and", NAME, "have", "to", "clean", "the", "car", "."],
+    [NAME, "will", "meet", NAME, "at", "noon", "."],
+    [NAME, "will", "meet", NAME, "tomorrow", "."],
+    [NAME, "is", "late", "."],
+]
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+@pytest.mark.parametrize("context", [[], [NAME], [NAME, "has"], ["never", "seen"], [NAME, "will", "meet"]])
+def test_every_distribution_sums_to_one_over_the_vocabulary(order, context):
+    lm = NgramLM.fit(SUMMARIES, order=order, min_count=1)
+    assert math.isclose(sum(lm.prob(w, context) for w in lm.vocab), 1.0, rel_tol=1e-9)
+
+
+def test_agreement_errors_score_below_what_the_summaries_say():
+    lm = NgramLM.fit(SUMMARIES, order=3, min_count=1)
+    assert lm.logprob([NAME, "has", "to", "clean", "the", "house", "."]) > \
+        lm.logprob([NAME, "have", "to", "clean", "the", "house", "."])
+    assert lm.logprob([NAME, "will", "meet", NAME, "."]) > lm.logprob([NAME, "will", "met", NAME, "."])
+
+
+def test_rare_words_are_unk_and_names_a_class():
+    lm = NgramLM.fit(SUMMARIES, order=2, min_count=2)
+    assert "noon" not in lm.vocab and UNK in lm.vocab and EOS in lm.vocab
+    assert lm.prob("noon", [NAME]) == lm.prob("zebra", [NAME])
+    assert with_name_class(["amanda", "will", "call", "jerry"], {"amanda", "jerry"}) == [NAME, "will", "call", NAME]
+
+
+def test_the_first_order_with_counts_is_the_discounted_relative_frequency_plus_uniform():
+    lm = NgramLM.fit([["a", "b"], ["a", "a"]], order=1, min_count=1)
+    # tokens a a a b </s> </s>: counts a 3, b 1, </s> 2; vocabulary a b </s> <unk>; D = 0.75, 3 types
+    uniform = 1 / 4
+    assert math.isclose(lm.prob("a", []), (3 - 0.75) / 6 + 0.75 * 3 / 6 * uniform)
+    assert math.isclose(lm.prob(UNK, []), 0.75 * 3 / 6 * uniform)
+
+
+def test_it_saves_and_loads_the_same_model(tmp_path):
+    lm = NgramLM.fit(SUMMARIES, order=3, min_count=1)
+    lm.save(tmp_path / "lm.json")
+    again = NgramLM.load(tmp_path / "lm.json")
+    for s in SUMMARIES:
+        assert again.logprob(s) == lm.logprob(s)
