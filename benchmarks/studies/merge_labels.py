@@ -1,7 +1,7 @@
 """Join blind hand labels with the key that says which system wrote each summary.
 
 The labeller sees, per dialogue, its summaries in a random order as "summary 1", "summary 2", ...;
-the key (one line per dialogue: ``id``, ``row``, and ``"1"``, ``"2"``, ... the system of each position,
+the key (one line per dialogue: ``id``, ``row``, and ``"1"``, ``"2"``, ... the system of each position (``a+b``: both wrote it),
 ``summary1``, ``summary2``, ... the text) stays apart. This writes one line per dialogue and system:
 ``id``, ``row``, ``system``, ``summary`` and the labels, in row order.
 
@@ -38,8 +38,9 @@ def main(argv=None) -> int:
             missing = [f for f in LABELS if not isinstance(label.get(f), bool)]
             if missing or position not in k:
                 raise SystemExit(f"{path}:{n}: summary {position!r} or labels {missing} missing")
-            rows.append({"id": label["id"], "row": k["row"], "system": k[position], "summary": k["summary" + position],
-                         **{f: label[f] for f in LABELS}, "note": label.get("note", "")})
+            for system in k[position].split("+"):  # one text that several systems wrote
+                rows.append({"id": label["id"], "row": k["row"], "system": system, "summary": k["summary" + position],
+                             **{f: label[f] for f in LABELS}, "note": label.get("note", "")})
     rows.sort(key=lambda r: (r["row"], r["system"]))
     for r in rows:
         print(json.dumps(r, ensure_ascii=False))
