@@ -102,9 +102,10 @@ def main(argv=None) -> int:
                       for k, (score, tokens) in enumerate(beam)]
             best = max(scored, key=lambda s: s[0])
             changed += best[1] != 0
-            chosen.append(" ".join(summarizer.language.readable(best[2], doc.article)))
-        (out / f"w-{weight:g}.txt").write_text("\n".join(chosen) + "\n", encoding="utf-8")
-        scores, _ = score_summaries(summarizer.language, chosen, [d.reference for d in docs],
+            chosen.append(summarizer.language.readable(best[2], doc.article))  # its sentences
+        (out / f"w-{weight:g}.txt").write_text("".join(" ".join(s) + "\n" for s in chosen), encoding="utf-8")
+        # one sentence per line, as agentsum evaluate scores them (rougeLsum)
+        scores, _ = score_summaries(summarizer.language, ["\n".join(s) for s in chosen], [d.reference for d in docs],
                                     [r["article"] for r in rows])
         scores["changed"] = 100.0 * changed / len(docs)
         results[f"{weight:g}"] = scores
