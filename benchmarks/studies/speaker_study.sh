@@ -10,7 +10,7 @@
 # Validation during training (NLL, the checkpoints) uses SAMSum validation rows 100-299, never the
 # labelled rows 0-99. Each run is stopped once its process has had MINUTES of CPU (cpu_clock.py);
 # its last checkpoint is the reading's model, scored by `score` on validation rows 100-813 and
-# summarized on the labelled rows 0-99.
+# summarized on the labelled rows 0-99, with the shipped model's search (SEARCH) for every run.
 #
 #   bash benchmarks/studies/speaker_study.sh train control-1 control-2
 #   bash benchmarks/studies/speaker_study.sh score control-1 control-2
@@ -20,6 +20,9 @@ cd "$(dirname "$0")/../.."
 MODE=${1:?train or score}; shift
 MINUTES=${MINUTES:-15}
 ROOT=${ROOT:-runs/speaker}
+# the shipped dialogue model's search, every option given, the same for every run and for v1
+SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repeat-window 3 --repetition-penalty 1.5
+        --numbers-from-source off --figure-grammar off --source-periods off --numbers-in-context off --min-length-ratio 0.5)
 mkdir -p "$ROOT"
 [[ -f $ROOT/select.jsonl ]] || sed -n '101,300p' ../shared/data/samsum/valid.jsonl > "$ROOT/select.jsonl"
 [[ -f $ROOT/valid100.jsonl ]] || head -n 100 ../shared/data/samsum/valid.jsonl > "$ROOT/valid100.jsonl"
@@ -48,8 +51,8 @@ train() {  # NAME
 score() {  # NAME: its last checkpoint on validation rows 100-813, and its summaries of rows 0-99
   local run=$ROOT/$1
   agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/last.pt" --data ../shared/data/samsum/valid.jsonl \
-      --start 100 --out "$run/eval-100-813" >> "$run.score.log" 2>&1
-  agentsum --threads 1 summarize --checkpoint "$run/checkpoints/last.pt" "$ROOT/valid100.jsonl" \
+      --start 100 "${SEARCH[@]}" --out "$run/eval-100-813" >> "$run.score.log" 2>&1
+  agentsum --threads 1 summarize --checkpoint "$run/checkpoints/last.pt" "$ROOT/valid100.jsonl" "${SEARCH[@]}" \
       --out "$run/labelled-text" >> "$run.score.log" 2>&1
 }
 
