@@ -80,6 +80,10 @@ class TrainConfig:
     # lambda of the claim reward beside each sentence's ROUGE-L reward (agentsum/training/claim_rewards.py):
     # numbers stated for the metric the source states them for, periods that agree, no malformed figure; 0: off
     claim_reward: float = 0.0
+    # lambda of the attribution penalty beside each sentence's ROUGE-L reward, for dialogues
+    # (agentsum/training/attribution_reward.py): -lambda for a sentence giving its words to the wrong
+    # participant, else 0; 0: off
+    attribution_reward: float = 0.0
     # RL's sample and greedy baseline are decoded with dropout off (eval mode), then scored with dropout
     # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
     rl_decode_dropout: bool = False

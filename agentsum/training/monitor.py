@@ -34,7 +34,7 @@ def _tensorboard_writer(directory: Path):
 
 
 #: Per-step statistics logged as their mean over each logging window, beside the loss.
-WINDOW_MEANS = ("reward_sample", "reward_greedy", "rl", "nll", "claims_right_share")
+WINDOW_MEANS = ("reward_sample", "reward_greedy", "rl", "nll", "claims_right_share", "misattributed_share")
 
 
 class TrainingMonitor:
@@ -111,6 +111,8 @@ class TrainingMonitor:
             shown += f"  reward {rewards['reward_sample']:.3f}/{rewards['reward_greedy']:.3f} (sample/greedy)"
         if "claims_right_share" in rewards:
             shown += f"  right claims {100 * rewards['claims_right_share']:.1f}%"
+        if "misattributed_share" in rewards:
+            shown += f"  misattributed {100 * rewards['misattributed_share']:.1f}%"
         shown += f"  {rate:,.0f} tok/s"
         if self.progress is not None:
             self.progress.update(self.task, status=shown)

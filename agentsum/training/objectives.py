@@ -24,6 +24,7 @@ from agentsum.decoding.search import SearchConfig, sample_and_greedy
 from agentsum.devices import copy_to
 from agentsum.models.dropout import Dropout
 from agentsum.training.distributed import unwrap
+from agentsum.training.attribution_reward import AttributionReward
 from agentsum.training.claim_rewards import ClaimReward
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 
@@ -158,11 +159,15 @@ class SelfCritical:
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
                  intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
                  coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0,
-                 claim_reward: ClaimReward | None = None):
+                 claim_reward: ClaimReward | None = None, attribution_reward: AttributionReward | None = None):
         if claim_reward is not None and not intermediate:
             raise ValueError("train.claim_reward rewards each sentence's claims: it needs train.intermediate_rewards "
                              "(eq 22)")
+        if attribution_reward is not None and not intermediate:
+            raise ValueError("train.attribution_reward penalises each misattributed sentence: it needs "
+                             "train.intermediate_rewards (eq 22)")
         self.claim_reward = claim_reward
+        self.attribution_reward = attribution_reward
         self.gamma = gamma
         self.decode_dropout = decode_dropout
         self.intermediate = intermediate
@@ -177,7 +182,8 @@ class SelfCritical:
         """(B, T) per-token advantages of the sampled sequences and reward statistics. With a claim
         reward (:mod:`agentsum.training.claim_rewards`; ``batch`` gives the words and the sources),
         each sentence's reward is its ROUGE reward plus lambda times its claim score, in the sample
-        and in the baseline alike."""
+        and in the baseline alike; an attribution reward (:mod:`agentsum.training.attribution_reward`)
+        adds -lambda to each misattributed sentence's reward, likewise."""
         if not self.intermediate:
             r_sample = sequence_rewards(sample, reference, kind=self.reward)
             r_greedy = sequence_rewards(greedy, reference, kind=self.reward)
@@ -192,6 +198,11 @@ class SelfCritical:
                 sample_tok, greedy_tok = sample_tok + sample_claims, greedy_tok + greedy_claims
                 right, wrong = counts["claims_right"], counts["claims_wrong"]
                 stats["claims_right_share"] = torch.tensor(right / (right + wrong) if right + wrong else 0.0)
+            if self.attribution_reward is not None:
+                sample_attr, counts = self.attribution_reward.matrix(sample, batch)
+                greedy_attr, _ = self.attribution_reward.matrix(greedy, batch)
+                sample_tok, greedy_tok = sample_tok + sample_attr, greedy_tok + greedy_attr
+                stats["misattributed_share"] = torch.tensor(AttributionReward.share(counts))
             baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
             adv = (sample_tok - baseline) * (sample != PAD_ID)
             return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean(), **stats}
@@ -293,10 +304,12 @@ def build_objective(train_config, vocab: Vocabulary):
     ends = sentence_end_ids(vocab)
     sem = train_config.sem_weight if name.endswith("+sem") else 0.0
     cov = train_config.coverage_weight  # applies only to models built with coverage
+    attribution = train_config.attribution_reward
     if name in ("mle", "mle+sem"):
-        if train_config.claim_reward:
-            raise ValueError(f"train.claim_reward is a reward of self-critical RL: it needs train.objective rl, "
-                             f"mixed or mixed+sem, not {name!r}")
+        for key, value in (("claim_reward", train_config.claim_reward), ("attribution_reward", attribution)):
+            if value:
+                raise ValueError(f"train.{key} is a reward of self-critical RL: it needs train.objective rl, "
+                                 f"mixed or mixed+sem, not {name!r}")
         return MLE(sem, ends, cov, label_smoothing=train_config.label_smoothing)
     if name in ("rl", "mixed", "mixed+sem"):
         gamma = 1.0 if name == "rl" else train_config.gamma
@@ -305,5 +318,6 @@ def build_objective(train_config, vocab: Vocabulary):
                             decode_dropout=train_config.rl_decode_dropout,
                             label_smoothing=train_config.label_smoothing,
                             claim_reward=ClaimReward(vocab, train_config.claim_reward, ends)
-                            if train_config.claim_reward else None)
+                            if train_config.claim_reward else None,
+                            attribution_reward=AttributionReward(vocab, attribution, ends) if attribution else None)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")

@@ -115,7 +115,7 @@ def build_optimizer(name: str, parameters, lr: float) -> torch.optim.Optimizer:
 
 #: Logged statistics that are means over documents; the loss and the other logged statistics are
 #: means over target tokens (the objectives normalise by target tokens).
-PER_DOCUMENT = ("reward_sample", "reward_greedy", "claims_right_share")
+PER_DOCUMENT = ("reward_sample", "reward_greedy", "claims_right_share", "misattributed_share")
 #: The statistics a step reports: averaged over every process's micro-batches before they are logged.
 LOGGED = ("loss", "nll", "rl", *PER_DOCUMENT)
 
