@@ -94,12 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
                                    "sentence states the number beside the metric the summary gives it), direction "
                                    "agreement and malformed figures, and for dialogues the attribution figure "
                                    "(whether each sentence's subject is the speaker whose side of the dialogue "
-                                   "holds its words) (docs/analysis.md). Writes predictions.txt, "
+                                   "holds its words), and with --grammar the share of sentences link grammar cannot "
+                                   "parse whole (docs/analysis.md). Writes predictions.txt, "
                                    "predictions.jsonl (with each document's numbers and claim figures) and scores.json "
                                    "to --out.")
     add_model_options(p)
     add_data_options(p)
     p.add_argument("--out", help="output directory (default: next to the checkpoint, eval-<data name>)")
+    p.add_argument("--grammar", action="store_true",
+                   help="English: parse every summary sentence with link grammar (Debian's link-grammar package) "
+                        "and report the share it cannot parse whole (grammar_unparsed) and of summaries with such a "
+                        "sentence (grammar_flagged); it sees broken syntax, not broken sense")
     add_device_option(p)
     add_quantize_option(p)
     add_search_options(p)
@@ -441,6 +446,10 @@ def cmd_evaluate(args) -> int:
         args.out = str((checkpoint.parent.parent if args.checkpoint else shipped) / f"eval-{Path(args.data).stem}")
     shard = _shard(args)
     _ranks_threads(args)
+    if args.grammar:
+        from agentsum.evaluation.grammar import link_parser
+
+        link_parser()  # before any decoding: says how to install it where it is missing
     summarizer = loaded_summarizer(args)
     d = data_settings(args, summarizer.config.data)
     stats = ReadStats()
@@ -453,11 +462,12 @@ def cmd_evaluate(args) -> int:
 
     def decode(chunk, step) -> list[dict]:
         return [{"id": e.id, "empty": True} if r is None else r.to_json()
-                for e, r in zip(chunk, decode_examples(summarizer, chunk, search_config, args.batch_size, step))]
+                for e, r in zip(chunk, decode_examples(summarizer, chunk, search_config, args.batch_size, step,
+                                                       grammar=args.grammar))]
 
     job, rank = _job(args, "evaluate", summarizer, search_config, args.data, shard, start=args.start, end=args.end,
                      fields=[d.article_field, d.summary_field, d.id_field], skip_bad=d.skip_bad,
-                     min_human_label=d.min_human_label)
+                     min_human_label=d.min_human_label, grammar=args.grammar)
     result = _run_job(job, rank, examples, decode, total, "decoding")
     if result is None:
         return 0
@@ -499,6 +509,13 @@ def print_scores(scores: dict, name: str = "") -> None:
         print(format_numbers(scores))
     if "period_agreement" in scores:
         print(format_claims(scores))
+    if scores.get("attribution") is not None:
+        print(f"attribution: {scores['attribution']:.1f}% of {scores['attribution_checked']:,} checked sentences "
+              f"given to the speaker whose words they hold; wrong person suspected in "
+              f"{scores['wrong_person_suspected']:.1f}% of summaries")
+    if "grammar_unparsed" in scores:
+        print(f"grammar: {scores['grammar_unparsed']:.1f}% of {scores['grammar_sentences']:,} sentences not parsed "
+              f"whole by link grammar; {scores['grammar_flagged']:.1f}% of summaries hold one")
 
 
 def cmd_lead3(args) -> int:

@@ -22,6 +22,7 @@ from agentsum.data.records import DataError
 from agentsum.decoding.search import SearchConfig
 from agentsum.data.claims import SourceClaims
 from agentsum.evaluation.attribution import AttributionCounts, attribution_figures, document_attribution
+from agentsum.evaluation.grammar import GrammarCounts, document_grammar, grammar_figures
 from agentsum.evaluation.claims import ClaimCounts, claim_figures, claim_scores, document_claims
 from agentsum.evaluation.numbers import (NumberCounts, document_numbers, document_row, number_figures,
                                         number_scores)
@@ -124,10 +125,11 @@ class Decoded:
     numbers: NumberCounts | None = None
     claims: ClaimCounts | None = None
     attribution: AttributionCounts | None = None
+    grammar: GrammarCounts | None = None
 
     def to_json(self) -> dict:
         counts = {name: None if getattr(self, name) is None else dataclasses.asdict(getattr(self, name))
-                  for name in ("numbers", "claims", "attribution")}
+                  for name in ("numbers", "claims", "attribution", "grammar")}
         return {"id": self.id, "prediction": self.prediction, "reference": self.reference, "document": self.row,
                 **counts}
 
@@ -139,15 +141,17 @@ class Decoded:
 
         return cls(record["id"], record["prediction"], record["reference"], record.get("document") or {},
                    counts("numbers", NumberCounts), counts("claims", ClaimCounts),
-                   counts("attribution", AttributionCounts))
+                   counts("attribution", AttributionCounts), counts("grammar", GrammarCounts))
 
 
 def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_config: SearchConfig,
-                    batch_size: int = 16, progress=None, bucket: bool = True) -> list[Decoded | None]:
+                    batch_size: int = 16, progress=None, bucket: bool = True,
+                    grammar: bool = False) -> list[Decoded | None]:
     """Each example decoded and read (:class:`Decoded`), in order; None for an example without
     tokens (left out of the scores, as in training). The numbers figures (English) read each whole
     article as written, not the truncated tokens the model saw. ``bucket=False`` decodes in batches
-    of the order given instead of batches of similar length (for comparison)."""
+    of the order given instead of batches of similar length (for comparison). ``grammar`` (English)
+    parses each summary as a person reads it with link grammar (:mod:`agentsum.evaluation.grammar`)."""
     language = summarizer.language
     english = language.language == "en"
     prepared = summarizer.prepare_examples(examples, keep_text=False)  # one per example, in order
@@ -166,6 +170,12 @@ def decode_examples(summarizer: Summarizer, examples: Sequence[Example], search_
             decoded.row = {**document_row(counts, unsupported), **claim_row, **attribution_row}
             decoded.numbers, decoded.claims, decoded.attribution = counts, claim_counts, attribution
         result[i] = decoded
+    if english and grammar:
+        done = list(zip(kept, tokens))
+        read = document_grammar([language.readable(t, examples[i].article) for i, t in done])
+        for (i, _), (counts, row) in zip(done, read):
+            result[i].grammar = counts
+            result[i].row = {**result[i].row, **row}
     return result
 
 
@@ -178,22 +188,25 @@ def score_decoded(language, decoded: Sequence[Decoded], search_config: SearchCon
                         per_document=[d.row for d in decoded])
     result.scores, _ = score_summaries(language, result.predictions, result.references)
     if language.language == "en":
-        numbers, claims, attribution = NumberCounts(), ClaimCounts(), AttributionCounts()
+        numbers, claims, attribution, grammar = NumberCounts(), ClaimCounts(), AttributionCounts(), GrammarCounts()
         for d in decoded:
             numbers.add(d.numbers or NumberCounts())
             claims.add(d.claims or ClaimCounts())
             attribution.add(d.attribution or AttributionCounts())
+            grammar.add(d.grammar or GrammarCounts())
         result.scores.update(number_figures(numbers))
         result.scores.update(claim_figures(claims))
         if attribution.checked:  # dialogue sources only
             result.scores.update(attribution_figures(attribution))
+        if grammar.summaries:  # parsed (--grammar)
+            result.scores.update(grammar_figures(grammar))
     result.scores.update(seconds=seconds, documents_per_s=len(decoded) / max(seconds, 1e-9),
                          **search_fields(search_config))
     return result
 
 
 def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_config: SearchConfig,
-                    batch_size: int = 16, progress=None, chunk: int = 1000) -> Evaluation:
+                    batch_size: int = 16, progress=None, chunk: int = 1000, grammar: bool = False) -> Evaluation:
     """:func:`evaluate` of a corpus read as it goes: ``chunk`` examples at a time are prepared and
     decoded (:func:`decode_examples`), so memory holds one chunk's documents, not the corpus's (the
     11,490 CNN/DailyMail test articles as well as a hundred). Documents without tokens are left out,
@@ -202,7 +215,8 @@ def evaluate_corpus(summarizer: Summarizer, examples: Iterable[Example], search_
     decoded: list[Decoded] = []
     examples = iter(examples)
     for part in iter(lambda: list(itertools.islice(examples, chunk)), []):
-        decoded += [d for d in decode_examples(summarizer, part, search_config, batch_size, progress) if d is not None]
+        decoded += [d for d in decode_examples(summarizer, part, search_config, batch_size, progress, grammar=grammar)
+                    if d is not None]
     return score_decoded(summarizer.language, decoded, search_config, time.perf_counter() - started)
 
 

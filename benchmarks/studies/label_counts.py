@@ -4,16 +4,19 @@ The labels (``benchmarks/results/samsum/labels/labels.jsonl``: one line per dial
 ``wrong_person``, ``unsupported``, ``ungrammatical``, ``signable`` and a note) judge each summary
 against its dialogue only, by the criteria of that folder's README. This script prints, in markdown,
 each system's counts and the attribution figure's agreement with ``wrong_person`` (precision and
-recall of ``wrong_person_suspected``, summary by summary; agentsum.evaluation.attribution).
+recall of ``wrong_person_suspected``, summary by summary; agentsum.evaluation.attribution) and, with
+``--grammar``, the grammar figure's agreement with ``ungrammatical`` (a summary flagged when link
+grammar cannot parse one of its sentences whole; agentsum.evaluation.grammar).
 
     python benchmarks/studies/label_counts.py benchmarks/results/samsum/labels/labels.jsonl \\
-        --dialogues runs/labels/valid100.jsonl
+        --dialogues runs/labels/valid100.jsonl [--grammar]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -21,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentsum.evaluation.attribution import document_attribution  # noqa: E402
+from agentsum.evaluation.grammar import document_grammar  # noqa: E402
 
 LABELS = ("wrong_person", "unsupported", "ungrammatical", "signable")
 
@@ -30,11 +34,26 @@ def read_jsonl(path: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def agreement(rows: list[dict], dialogues: dict[str, str]) -> dict:
+def sentences(summary: str) -> list[str]:
+    """A labelled summary's sentences (the text as it was labelled)."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", summary.strip()) if s]
+
+
+def grammar_flags(rows: list[dict]) -> list[bool]:
+    """For each labelled summary, whether link grammar leaves a word of one of its sentences unlinked."""
+    return [counts.flagged > 0 for counts, _ in document_grammar([sentences(r["summary"]) for r in rows])]
+
+
+def agreement(rows: list[dict], dialogues: dict[str, str] | None = None, label: str = "wrong_person",
+              flags: list[bool] | None = None) -> dict:
+    """Precision and recall of a summary-level flag against ``label``: the attribution figure's
+    ``wrong_person_suspected`` (given the dialogues), or ``flags``."""
+    if flags is None:
+        flags = [bool(document_attribution(r["summary"], dialogues[r["id"]])[1]["wrong_person_suspected"])
+                 for r in rows]
     tp = fp = fn = tn = 0
-    for row in rows:
-        _, found = document_attribution(row["summary"], dialogues[row["id"]])
-        suspected, labelled = bool(found["wrong_person_suspected"]), row["wrong_person"]
+    for row, suspected in zip(rows, flags):
+        labelled = row[label]
         tp += suspected and labelled
         fp += suspected and not labelled
         fn += labelled and not suspected
@@ -49,6 +68,8 @@ def main() -> int:
     parser.add_argument("--dialogues", required=True, help="the JSONL the summaries were made from (id, article)")
     parser.add_argument("--rows", type=int, nargs=2, metavar=("FIRST", "END"),
                         help="only the dialogues of rows FIRST to END-1 (the label's row field)")
+    parser.add_argument("--grammar", action="store_true",
+                        help="also the grammar figure's agreement with 'ungrammatical' (needs link-grammar)")
     args = parser.parse_args()
     rows = read_jsonl(args.labels)
     if args.rows:
@@ -57,13 +78,19 @@ def main() -> int:
     by_system: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_system[row["system"]].append(row)
-    print("| system | summaries | " + " | ".join(LABELS) + " | attribution: precision | recall (wrong person) |")
-    print("|---|---|" + "---|" * (len(LABELS) + 2))
+    head = "| system | summaries | " + " | ".join(LABELS) + " | attribution: precision | recall (wrong person) |"
+    if args.grammar:
+        head += " grammar: precision | recall (ungrammatical) |"
+    print(head)
+    print("|---|---|" + "---|" * (len(LABELS) + 2 + 2 * args.grammar))
+    fmt = lambda v: "n/a" if v is None else f"{v:.0f}%"  # noqa: E731
+    cells = lambda a: f" {fmt(a['precision'])} ({a['tp']}/{a['tp'] + a['fp']}) | {fmt(a['recall'])} ({a['tp']}/{a['tp'] + a['fn']}) |"  # noqa: E731
     for system, group in by_system.items():
-        a = agreement(group, dialogues)
-        fmt = lambda v: "n/a" if v is None else f"{v:.0f}%"  # noqa: E731
-        print(f"| {system} | {len(group)} | " + " | ".join(str(sum(r[k] for r in group)) for k in LABELS)
-              + f" | {fmt(a['precision'])} ({a['tp']}/{a['tp'] + a['fp']}) | {fmt(a['recall'])} ({a['tp']}/{a['tp'] + a['fn']}) |")
+        line = f"| {system} | {len(group)} | " + " | ".join(str(sum(r[k] for r in group)) for k in LABELS) + " |"
+        line += cells(agreement(group, dialogues))
+        if args.grammar:
+            line += cells(agreement(group, label="ungrammatical", flags=grammar_flags(group)))
+        print(line)
     return 0
 
 
