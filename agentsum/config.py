@@ -37,7 +37,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "data.language": ("en", "zh"),
     "data.zh_tokenizer": ("jieba", "char"),
     "data.zh_rouge_unit": ("char", "word"),
-    "data.agent_split": ("table6", "whole"),
+    "data.agent_split": ("table6", "whole", "speakers"),
     "train.objective": ("mle", "mle+sem", "rl", "mixed", "mixed+sem"),
     "train.schedule": ("none", "constant", "noam", "linear"),
     "train.optimizer": ("adam", "adamw", "sgd"),

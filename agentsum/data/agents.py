@@ -41,6 +41,18 @@ every token and every sentence whole. Capped at ``max_agents``, the document is 
 Invariant in every case: concatenating the agents in order yields the truncated token sequence
 or a prefix of it; no token is duplicated or reordered, and no agent exceeds ``budget``.
 
+``data.agent_split: speakers`` (:func:`split_by_speaker`, with ``data.agents: auto``) gives a dialogue
+one agent per participant: agent a reads the utterances of the a-th person to speak, in the order
+they were said, each with its ``name :`` tag, from the dialogue's first ``max_article_tokens`` tokens.
+DCA's agents then are the people: the agent attention says whose words the decoder draws on, and the
+agents' messages are the conversation. Choices: an utterance with no ``name :`` of its own (a
+second line of the same turn) belongs to the speaker before it; text before the first turn goes to
+the first speaker; with ``data.max_agents`` set, the speakers from that number on share the last
+agent; a text with no turn is one agent. The order of turns across people is not encoded (each
+agent keeps its own person's order only): the decoder learns it from the messages or not at all.
+This split alone breaks the invariant below: the agents are the truncated tokens regrouped by
+speaker, each group in order.
+
 Sentences, not paragraphs, are the unit: the HF CNN/DailyMail 3.0.0 articles have no paragraph
 breaks, so sentence boundaries are the only structure every corpus provides.
 """
@@ -51,6 +63,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from agentsum.data.speakers import is_turn_start
 
 #: Table 6 of the paper, CNN/DailyMail: tokens per agent for 2, 3 and 5 agents.
 PAPER_AGENT_BUDGET: dict[int, int] = {2: 375, 3: 250, 5: 150}
@@ -109,6 +123,41 @@ def split_among_agents(
     if bounds is None:
         return _greedy_fill(units, n_agents, budget)
     return [[tok for unit in units[a:b] for tok in unit] for a, b in bounds]
+
+
+def split_by_speaker(sentences: Sequence[Sequence[str]], max_article_tokens: int,
+                     max_agents: int | None = None) -> list[list[str]]:
+    """One token list per participant of a dialogue, in the order they first speak (see the module
+    docstring, ``data.agent_split: speakers``); at least one (empty for an empty document)."""
+    return [[tok for sentence in group for tok in sentence]
+            for group in speaker_groups(sentences, max_article_tokens, max_agents)]
+
+
+def speaker_groups(sentences: Sequence[Sequence[str]], max_article_tokens: int,
+                   max_agents: int | None = None) -> list[list[list[str]]]:
+    """:func:`split_by_speaker` with each agent's sentences (utterances) kept apart."""
+    if max_agents is not None and max_agents < 1:
+        raise ValueError(f"max_agents must be >= 1 or None, got {max_agents}")
+    agent_of: dict[str, int] = {}
+    groups: list[list[list[str]]] = []
+    before: list[list[str]] = []  # sentences before the first turn
+    current = None
+    for sentence in _truncate(sentences, max_article_tokens):
+        if is_turn_start(sentence, 0):
+            name = sentence[0]
+            if name not in agent_of:
+                agent_of[name] = len(agent_of) if max_agents is None else min(len(agent_of), max_agents - 1)
+                if agent_of[name] == len(groups):
+                    groups.append([])
+            current = agent_of[name]
+        if current is None:
+            before.append(sentence)
+        else:
+            groups[current].append(sentence)
+    if not groups:
+        return [before]
+    groups[0][:0] = before
+    return groups
 
 
 def _truncate(sentences: Sequence[Sequence[str]], limit: int) -> list[list[str]]:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentsum.data import sources
-from agentsum.data.agents import auto_agent_count, default_agent_budget, split_among_agents
+from agentsum.data.agents import (auto_agent_count, default_agent_budget, speaker_groups, split_among_agents,
+                                  split_by_speaker)
 from agentsum.data.batch import Batch, make_batch
 from agentsum.data.corpus import Example
 from agentsum.data.language import TextProcessor, text_processor
@@ -66,7 +67,8 @@ class DataConfig:
     max_agents: int | None = None  # agents: auto only: at most this many agents (None: as max_article_tokens allows)
     # table6: each agent reads at most its Table 6 budget (3 x 250 = 750 of 800 tokens, less where sentence
     # breaks fall badly); whole: the agents share all max_article_tokens, balanced along sentences, so M
-    # agents read the same tokens as one agent does
+    # agents read the same tokens as one agent does; speakers (with agents: auto): a dialogue gets one agent
+    # per participant, each reading that person's utterances in order (agentsum/data/agents.py)
     agent_split: str = "table6"
     max_summary_tokens: int = 100  # training targets (paper: 100)
     vocab_size: int = 50_000  # V most frequent training tokens (paper: 50,000)
@@ -101,6 +103,13 @@ def agents_problem(cfg: DataConfig) -> str | None:
                    f"got {value!r}"
     if agents != AUTO_AGENTS and cfg.max_agents is not None:
         return f"data.max_agents ({cfg.max_agents}) applies only with data.agents: auto; data.agents is {agents}"
+    if cfg.agent_split == "speakers":
+        if agents != AUTO_AGENTS:
+            return (f"data.agent_split: speakers gives each dialogue one agent per participant, as many as it has: "
+                    f"set data.agents: auto (it is {agents})")
+        if cfg.agent_tokens is not None:
+            return (f"data.agent_tokens ({cfg.agent_tokens}) does not apply with data.agent_split: speakers (each agent "
+                    f"reads all of one person's utterances within data.max_article_tokens)")
     if agents == AUTO_AGENTS and cfg.agent_split == "whole":
         return ("data.agents: auto gives each agent data.agent_tokens tokens and data.agent_split: whole gives one "
                 "agent the whole truncation; give one (agent_split: table6 with agents: auto)")
@@ -158,6 +167,15 @@ def source_view(doc: Document, cfg: DataConfig) -> tuple[list[list[str]], list[l
     cased = split_article(sentences, cfg)
     if cfg.lowercase and [len(a) for a in cased] == [len(a) for a in doc.agents]:  # else keep alignment safe
         words = cased
+    if cfg.agent_split == "speakers":  # the agents regroup the utterances: each group's running lengths
+        groups = speaker_groups(sentences, cfg.max_article_tokens, cfg.max_agents)
+        for a, group in enumerate(groups[:len(doc.agents)]):
+            offsets, total = [], 0
+            for sentence in group:  # none is empty
+                offsets.append(total)
+                total += len(sentence)
+            starts[a] = offsets
+        return words, starts
     begins, total = set(), 0
     for sentence in sentences:
         begins.add(total)
@@ -184,6 +202,8 @@ def agent_budget(cfg: DataConfig) -> int:
 def kept_tokens(cfg: DataConfig) -> int:
     """How many of an article's first tokens the agents read: min(max_article_tokens, agents x budget),
     where agents is ``data.max_agents`` under ``agents: auto`` (no cap when it is not set)."""
+    if cfg.agent_split == "speakers":
+        return cfg.max_article_tokens
     if cfg.auto_agents:
         return cfg.max_article_tokens if cfg.max_agents is None else \
             min(cfg.max_article_tokens, cfg.max_agents * agent_budget(cfg))
@@ -193,6 +213,8 @@ def kept_tokens(cfg: DataConfig) -> int:
 def split_article(sentences: Sequence[Sequence[str]], cfg: DataConfig) -> list[list[str]]:
     """An article's tokenized sentences split among ``cfg.agents`` agents as ``cfg`` says; under
     ``agents: auto``, among as many as :func:`agentsum.data.agents.auto_agent_count` gives it."""
+    if cfg.agent_split == "speakers":
+        return split_by_speaker(sentences, cfg.max_article_tokens, cfg.max_agents)
     if cfg.auto_agents:
         budget = agent_budget(cfg)
         n_agents = auto_agent_count(sentences, budget, cfg.max_article_tokens, cfg.max_agents)

@@ -141,6 +141,8 @@ def store_key(source: DataSource, cfg: DataConfig) -> dict[str, Any]:
     settings["agent_tokens"] = agent_budget(cfg)  # the resolved per-agent budget (Table 6 default applied)
     if cfg.auto_agents:  # only then: the keys of stores prepared before max_agents existed stay as they were
         settings["max_agents"] = cfg.max_agents
+    if cfg.agent_split == "speakers":  # only then, as above
+        settings["agent_split"] = cfg.agent_split
     return {"source": {**source_identity(source.path), "start": source.start or 0, "end": source.end},
             "settings": settings, "preprocessing": PREPROCESSING_VERSION, "format": STORE_FORMAT}
 

@@ -173,6 +173,8 @@ def _model_label(config, given: str | None) -> str:
         from agentsum.data.dataset import agent_budget
 
         cap = f", at most {config.data.max_agents}" if config.data.max_agents else ""
+        if config.data.agent_split == "speakers":
+            return f"multi-agent (one per participant{cap})"
         return f"multi-agent (auto: an agent per {agent_budget(config.data)} tokens{cap})"
     return "single-agent" if a == 1 else f"multi-agent ({a} agents)"
 

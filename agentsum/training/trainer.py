@@ -643,6 +643,8 @@ def _agents_shown(data: DataConfig) -> str:
     if data.agents != "auto":
         return f"{data.agents} agent(s)"
     cap = f", at most {data.max_agents}" if data.max_agents else ""
+    if data.agent_split == "speakers":
+        return f"agents: one per participant{cap}"
     return f"agents: auto ({data.agent_tokens or AUTO_AGENT_TOKENS} tokens each{cap})"
 
 

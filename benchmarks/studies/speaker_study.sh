@@ -6,6 +6,9 @@
 #
 #   control-S      MLE + coverage, seed S
 #   spkemb-S       the same with model.speaker_embedding (the speaker of every token), seed S
+#   speakers-S     the same with one agent per participant (data.agent_split: speakers, at most 8 agents),
+#                  their messages on (model.communication) and the multi-agent pointer; eq 10's contextual
+#                  agent attention stays off, as its output layer would not fit the shipped model's, seed S
 #
 # Validation during training (NLL, the checkpoints) uses SAMSum validation rows 100-299, never the
 # labelled rows 0-99. Each run is stopped once its process has had MINUTES of CPU (cpu_clock.py);
@@ -32,7 +35,9 @@ reading() {  # NAME-SEED -> the --set arguments of that reading
   case "${1%-*}" in
     control) echo "--set train.seed=$seed" ;;
     spkemb) echo "--set train.seed=$seed --set model.speaker_embedding=true" ;;
-    *) echo "unknown reading $1 (control-S or spkemb-S)" >&2; exit 2 ;;
+    speakers) echo "--set train.seed=$seed --set data.agents=auto --set data.agent_split=speakers --set data.max_agents=8
+                    --set model.communication=true --set model.pointer=multi" ;;
+    *) echo "unknown reading $1 (control-S, spkemb-S or speakers-S)" >&2; exit 2 ;;
   esac
 }
 
