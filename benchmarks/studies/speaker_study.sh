@@ -35,8 +35,7 @@ reading() {  # NAME-SEED -> the --set arguments of that reading
   case "${1%-*}" in
     control) echo "--set train.seed=$seed" ;;
     spkemb) echo "--set train.seed=$seed --set model.speaker_embedding=true" ;;
-    speakers) echo "--set train.seed=$seed --set data.agents=auto --set data.agent_split=speakers --set data.max_agents=8
-                    --set model.communication=true --set model.pointer=multi" ;;
+    speakers) echo "--set train.seed=$seed --set data.agents=auto --set data.agent_split=speakers --set data.max_agents=8 --set model.communication=true --set model.pointer=multi" ;;
     *) echo "unknown reading $1 (control-S, spkemb-S or speakers-S)" >&2; exit 2 ;;
   esac
 }
