@@ -11,11 +11,12 @@
 # The MLE continuations of the same model at the same CPU minutes are speaker_study.sh's control-S.
 # Validation during training uses SAMSum validation rows 100-299, never the labelled rows 0-99. Each
 # run is stopped once its process has had MINUTES of CPU (cpu_clock.py); its last checkpoint is scored
-# by `score` on validation rows 100-813 (ROUGE and the attribution figure) and summarizes the labelled
+# by `score` on validation rows 100-813 (ROUGE, the attribution and grammar figures) and summarizes the labelled
 # rows 0-99, with the shipped model's search (SEARCH, the same as speaker_study.sh's) for every run.
 #
 #   bash benchmarks/studies/attribution_reward_study.sh train rl-1 attr-1
 #   bash benchmarks/studies/attribution_reward_study.sh score rl-1 attr-1
+#   bash benchmarks/studies/attribution_reward_study.sh score v1        # the shipped model, the same way
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . .venv/bin/activate
@@ -52,11 +53,12 @@ train() {  # NAME
   wait "$pid" || true
 }
 
-score() {  # NAME: its last checkpoint on validation rows 100-813, and its summaries of rows 0-99
-  local run=$ROOT/$1
-  agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/last.pt" --data ../shared/data/samsum/valid.jsonl \
-      --start 100 "${SEARCH[@]}" --out "$run/eval-100-813" >> "$run.score.log" 2>&1
-  agentsum --threads 1 summarize --checkpoint "$run/checkpoints/last.pt" "$ROOT/valid100.jsonl" "${SEARCH[@]}" \
+score() {  # NAME: its last checkpoint (v1: the shipped model) on validation rows 100-813, and its summaries of rows 0-99
+  local run=$ROOT/$1 model=(--checkpoint "$ROOT/$1/checkpoints/last.pt")
+  [[ $1 == v1 ]] && model=(--model dialogue)
+  agentsum --threads 1 evaluate "${model[@]}" --data ../shared/data/samsum/valid.jsonl \
+      --start 100 --grammar "${SEARCH[@]}" --out "$run/eval-100-813" >> "$run.score.log" 2>&1
+  agentsum --threads 1 summarize "${model[@]}" "$ROOT/valid100.jsonl" "${SEARCH[@]}" \
       --out "$run/labelled-text" >> "$run.score.log" 2>&1
 }
 
