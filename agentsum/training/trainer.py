@@ -75,7 +75,20 @@ def validation_nll(model, docs: list[Document], vocab: Vocabulary, batch_size: i
 #: the claim figures of greedy validation summaries recorded beside ROUGE-L (English documents with
 #: their articles; :func:`agentsum.evaluation.claims.claim_scores`), under ``valid_`` + the name
 VALID_CLAIMS = ("numbers_in_metric_context", "period_agreement", "direction_agreement", "malformed_figures",
-                "numbers_supported")
+                "numbers_supported", "attribution")
+
+
+def source_text(doc: Document, dialogue: bool) -> str:
+    """A prepared document's source as the figures read it: its agents' tokens, and for a dialogue
+    one ``name : text`` turn a line (the attribution figure reads a dialogue by its lines; the
+    prepared tokens keep none)."""
+    tokens = [t for agent in doc.agents for t in agent]
+    if not dialogue:
+        return " ".join(tokens)
+    from agentsum.data.attribution import turns
+
+    said = list(turns(tokens))  # regrouped by speaker (data.agent_split: speakers), the sides are the same
+    return "\n".join(f"{name} : {' '.join(words)}" for name, words in said) if len(said) > 1 else " ".join(tokens)
 
 
 def validation_greedy(model: SummarizationModel, docs: list[Document], vocab: Vocabulary,
@@ -84,14 +97,15 @@ def validation_greedy(model: SummarizationModel, docs: list[Document], vocab: Vo
     does, with no claim constraint: ``valid_rougeL`` (rougeLsum, percent) and, where the documents
     are English with their articles, the claim figures of :data:`VALID_CLAIMS` (``valid_`` + name;
     a figure with nothing to count, such as period agreement of calls without a detected period, is
-    left out), so that an RL run's curve shows what its reward does to the claims."""
+    left out), and for dialogues the attribution figure (``valid_attribution``), so that an RL run's
+    curve shows what its reward does to the claims and to who did what."""
     from agentsum.evaluation.evaluate import evaluate
     from agentsum.summarizer import Summarizer
 
     search = SearchConfig(beam_size=1, max_length=config.search.max_length)
     # training corpora keep tokens, not text: the claims are read against the source as the model
     # reads it (its agents' tokens, truncated to data.max_article_tokens)
-    sources = None if all(d.article for d in docs) else [" ".join(t for agent in d.agents for t in agent) for d in docs]
+    sources = None if all(d.article for d in docs) else [source_text(d, config.data.dialogue) for d in docs]
     _, scores = evaluate(Summarizer.from_model(model, vocab, config), docs, search, config.train.batch_size,
                          sources=sources)
     values = {"valid_rougeL": scores["rougeLsum"]}

@@ -107,3 +107,17 @@ def test_a_run_with_the_attribution_reward_logs_the_misattributed_share(tmp_path
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     shares = [r["misattributed_share"] for r in records if "misattributed_share" in r]
     assert shares and all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_validation_reads_a_prepared_dialogue_by_its_turns():
+    """Validation's greedy summaries are scored against the prepared tokens: a dialogue is given back
+    its turn lines, so the attribution figure reads the same sides as from the text."""
+    from agentsum.data.attribution import Dialogue
+    from agentsum.data.dataset import Document
+    from agentsum.training.trainer import source_text
+
+    doc = Document("d", [SOURCE[:14], SOURCE[14:]], [], "")
+    text = source_text(doc, dialogue=True)
+    assert text.splitlines()[0] == "monica : how is school , gaia ?" and len(text.splitlines()) == 4
+    assert Dialogue.parse(text).sides == Dialogue.parse(CHAT).sides
+    assert source_text(doc, dialogue=False) == " ".join(SOURCE)
