@@ -108,7 +108,8 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --min-length-ratio, --no-block-trigrams,
     --no-repeat-ngram-size, --repetition-penalty, --repeat-window, --numbers-from-source,
-    --figure-grammar, --source-periods, --numbers-in-context, --no-unk-replace, --batch-size."""
+    --figure-grammar, --source-periods, --numbers-in-context, --attribution-rerank, --no-unk-replace,
+    --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
@@ -137,6 +138,9 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--numbers-in-context", choices=("on", "off"),
                    help="on: a number in a summary sentence that has named a metric is copied only from source "
                         "sentences stating that metric, for the sentence's period (numerals become copy-only)")
+    g.add_argument("--attribution-rerank", choices=("on", "off"),
+                   help="on: of a dialogue's beam, the best summary with the fewest sentences that give a statement to "
+                        "someone who wrote none of its words wins (docs/model.md, 'Search')")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -158,7 +162,8 @@ def search_overrides(args) -> dict:
         changes["repetition_penalty"] = args.repetition_penalty
     if getattr(args, "repeat_window", None) is not None:
         changes["repeat_window"] = args.repeat_window
-    for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context"):
+    for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context",
+                 "attribution_rerank"):
         if getattr(args, name, None) is not None:
             changes[name] = getattr(args, name) == "on"
     ratio = getattr(args, "min_length_ratio", None)

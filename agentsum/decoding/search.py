@@ -48,6 +48,7 @@ from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.constraints import ClaimConstraints
 from agentsum.decoding.copying import copy_positions
+from agentsum.decoding.rerank import attribution_rerank
 from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
 __all__ = [
@@ -106,6 +107,9 @@ class SearchConfig:
     numbers_in_context: a number copied in a summary sentence that has named a metric draws its copy
                      mass only from source sentences stating that metric, for that sentence's
                      period (constraints module); numerals are then copy-only.
+    attribution_rerank: of a dialogue's n-best, the best-scored hypothesis with the fewest misattributed
+                     sentences wins (:mod:`agentsum.decoding.rerank`); other sources, and greedy
+                     decoding, are unchanged.
     min_length_ratio: a document's minimum length is at most this share of its source tokens
                      (``min(min_length, ceil(ratio * source tokens))``), so a one-sentence input is
                      not padded to ``min_length`` with words it cannot support; None: off.
@@ -125,9 +129,11 @@ class SearchConfig:
     source_periods: bool = False
     numbers_in_context: bool = False
     min_length_ratio: float | None = 0.5
+    attribution_rerank: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context"):
+        for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context",
+                     "attribution_rerank"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.min_length_ratio is not None and not (0 < self.min_length_ratio and math.isfinite(self.min_length_ratio)):
@@ -915,9 +921,15 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
 
 def search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
            vocab: Vocabulary | None = None) -> Hypotheses:
-    """Greedy decoding when ``config.beam_size == 1``, beam search otherwise. ``vocab`` (the
-    model's) is needed with ``config.numbers_from_source``."""
+    """Greedy decoding when ``config.beam_size == 1``, beam search otherwise (its n-best reranked
+    with ``config.attribution_rerank``). ``vocab`` (the model's) is needed with
+    ``config.numbers_from_source`` and ``config.attribution_rerank``."""
     config = config or SearchConfig()
     if config.beam_size == 1:
         return greedy_search(model, batch, config, vocab=vocab)
-    return beam_search(model, batch, config, vocab=vocab)
+    if config.attribution_rerank and vocab is None:
+        raise ValueError("search.attribution_rerank needs the model's vocabulary (vocab=)")
+    hyps = beam_search(model, batch, config, vocab=vocab)
+    if config.attribution_rerank:
+        hyps = attribution_rerank(hyps, batch, vocab, config.unk_replace)
+    return hyps

@@ -92,7 +92,8 @@ def search_fields(search_config: SearchConfig) -> dict:
                 min_length=search_config.min_length, max_length=search_config.max_length,
                 min_length_ratio=search_config.min_length_ratio, length_penalty=search_config.length_penalty,
                 unk_replace=search_config.unk_replace, figure_grammar=search_config.figure_grammar,
-                source_periods=search_config.source_periods, numbers_in_context=search_config.numbers_in_context)
+                source_periods=search_config.source_periods, numbers_in_context=search_config.numbers_in_context,
+                attribution_rerank=search_config.attribution_rerank)
 
 
 class NoDocuments(DataError):

@@ -99,6 +99,9 @@ class SummarizeRequest(BaseModel):
     numbers_in_context: StrictBool | None = Field(
         None, description="true: a number in a summary sentence that has named a metric is copied only from "
                           "sentences of the text stating that metric, for the sentence's period")
+    attribution_rerank: StrictBool | None = Field(
+        None, description="true: of a chat's beam, the best summary with the fewest sentences that give a statement "
+                          "to someone who wrote none of its words wins (beam > 1; other texts are unchanged)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
     provenance: StrictBool = Field(False, description="include where every summary word came from: copied or "
                                                       "generated, the source word and agent it drew most from, each "

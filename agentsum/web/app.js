@@ -33,7 +33,8 @@
   const LABEL = { news: "Paste an article", dialogue: "Paste a chat", call: "Paste a call transcript" };
   // The on/off search settings: a box and the request field (and /v1/model search_defaults key) it sets.
   const SWITCHES = [["#numbers", "numbers_from_source"], ["#figure-grammar", "figure_grammar"],
-    ["#source-periods", "source_periods"], ["#numbers-in-context", "numbers_in_context"]];
+    ["#source-periods", "source_periods"], ["#numbers-in-context", "numbers_in_context"],
+    ["#attribution-rerank", "attribution_rerank"]];
 
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, cls, text) => {

@@ -669,3 +669,31 @@ def test_claim_constraints_apply_and_are_checked(client, monkeypatch):
     r = client.post("/v1/summarize", json={"text": text, "figure_grammar": True, "numbers_in_context": False})
     assert r.status_code == 200, r.text
     assert seen[-1] == (True, False, False)
+
+
+def test_attribution_rerank_reaches_the_search_and_a_chat_is_summarized_with_it(client, monkeypatch):
+    """attribution_rerank: true reaches the search config (and the rerank runs on a chat's beam);
+    left out, the model's setting (off) holds; a value that is not a boolean is a 422 naming it."""
+    import agentsum.decoding.search
+    import agentsum.summarizer
+
+    chat = "Amanda: I baked cookies. Do you want some?\nJerry: Sure!\nAmanda: I'll bring you tomorrow :-)"
+    seen, reranked, real, real_rerank = [], [], agentsum.summarizer.search, agentsum.decoding.search.attribution_rerank
+
+    def spy(model, batch, config, **kw):
+        seen.append(config.attribution_rerank)
+        return real(model, batch, config, **kw)
+
+    def spy_rerank(hyps, batch, vocab, unk_replace=True):
+        reranked.append(len(hyps))
+        return real_rerank(hyps, batch, vocab, unk_replace)
+
+    monkeypatch.setattr(agentsum.summarizer, "search", spy)
+    monkeypatch.setattr(agentsum.decoding.search, "attribution_rerank", spy_rerank)
+    r = client.post("/v1/summarize", json={"text": chat, "attribution_rerank": True, "beam_size": 3})
+    assert r.status_code == 200 and r.json()["summaries"][0]["tokens"], r.text
+    assert seen == [True] and reranked == [1]
+    r = client.post("/v1/summarize", json={"text": chat, "beam_size": 3})
+    assert r.status_code == 200 and seen[-1] is False and reranked == [1]
+    r = client.post("/v1/summarize", json={"text": chat, "attribution_rerank": "yes"})
+    assert r.status_code == 422 and "attribution_rerank" in r.text

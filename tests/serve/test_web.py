@@ -749,7 +749,7 @@ window.fetch = async (url, options) => {
 };
 """
 CLAIM_BOXES = {"figure-grammar": "figure_grammar", "source-periods": "source_periods",
-               "numbers-in-context": "numbers_in_context"}
+               "numbers-in-context": "numbers_in_context", "attribution-rerank": "attribution_rerank"}
 
 
 def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(server, driver):

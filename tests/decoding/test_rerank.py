@@ -1,0 +1,81 @@
+"""The attribution rerank of a dialogue's n-best list (agentsum.decoding.rerank, search.attribution_rerank)."""
+
+import pytest
+import torch
+
+from agentsum.data.batch import make_batch
+from agentsum.data.vocab import SPECIALS, UNK_ID, Vocabulary
+from agentsum.decoding.rerank import attribution_rerank, dialogue_of, misattributed_sentences
+from agentsum.decoding.search import Hypotheses, Hypothesis, SearchConfig, search
+
+DIALOGUE = "mike : i will call you in 2 hours . dale : sorry , i can't talk now , i am driving".split()
+NEWS = "the council will vote on the budget in two hours , the mayor said .".split()
+WORDS = sorted(set(DIALOGUE + NEWS + "dale mike will call talk in 2 hours can't now .".split()))
+VOCAB = Vocabulary(list(SPECIALS) + WORDS)
+
+
+def hyp(text: str, score: float, finished: bool = True) -> Hypothesis:
+    tokens = [VOCAB.id(w) for w in text.split()]
+    return Hypothesis(tokens=tokens, score=score, copy_positions=[0] * len(tokens),
+                      agent_attention=torch.ones(len(tokens), 1), finished=finished)
+
+
+WRONG = "dale will call mike in 2 hours . mike can't talk now ."   # both sentences misattributed
+HALF = "mike will call dale in 2 hours . mike can't talk now ."    # the second one
+RIGHT = "mike will call dale in 2 hours . dale can't talk now ."
+
+
+def test_the_misattributed_sentences_of_a_summary_are_counted():
+    dialogue = dialogue_of(make_batch([[DIALOGUE]], VOCAB), 0)
+    assert dialogue is not None and set(dialogue.speakers) == {"mike", "dale"}
+    assert [misattributed_sentences(s.split(), dialogue) for s in (WRONG, HALF, RIGHT)] == [2, 1, 0]
+    assert misattributed_sentences("Dale will call Mike in 2 hours".split(), dialogue) == 1  # no final period
+    assert dialogue_of(make_batch([[NEWS]], VOCAB), 0) is None
+
+
+def test_the_best_scored_of_the_fewest_misattributed_wins_and_the_rest_keep_their_order():
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    beam = [hyp(WRONG, -1.0), hyp(HALF, -2.0), hyp(RIGHT, -3.0), hyp(RIGHT + " now", -4.0)]
+    out = attribution_rerank(Hypotheses.from_n_best([beam]), batch, VOCAB)
+    assert [h.score for h in out.n_best[0]] == [-3.0, -4.0, -2.0, -1.0]
+    assert out.tokens[0] == beam[2].tokens and out.scores[0] == -3.0
+    assert out.copy_positions[0] == beam[2].copy_positions
+
+
+def test_a_beam_whose_hypotheses_are_equally_attributed_or_a_source_that_is_no_dialogue_is_unchanged():
+    batch = make_batch([[DIALOGUE], [NEWS]], VOCAB)
+    beams = [[hyp(HALF, -1.0), hyp(HALF + " now", -2.0)], [hyp(WRONG, -1.0), hyp(RIGHT, -2.0)]]
+    out = attribution_rerank(Hypotheses.from_n_best(beams), batch, VOCAB)
+    assert [[h.score for h in beam] for beam in out.n_best] == [[-1.0, -2.0], [-1.0, -2.0]]
+
+
+def test_a_summary_cut_at_max_length_never_displaces_a_finished_one():
+    batch = make_batch([[DIALOGUE], [DIALOGUE]], VOCAB)
+    beams = [[hyp(WRONG, -1.0), hyp(RIGHT, -2.0, finished=False)],
+             [hyp(WRONG, -1.0, finished=False), hyp(HALF, -2.0, finished=False), hyp(RIGHT, -3.0)]]
+    out = attribution_rerank(Hypotheses.from_n_best(beams), batch, VOCAB)
+    assert [h.score for h in out.n_best[0]] == [-1.0, -2.0]
+    # the best was cut, so the other cut one is a candidate; the finished one is not
+    assert [h.score for h in out.n_best[1]] == [-2.0, -1.0, -3.0]
+
+
+def test_unk_is_read_as_the_word_the_summary_will_show():
+    # the best hypothesis, "<unk> can't talk now .", copies "mike" (source position 0): misattributed once
+    # the UNK is replaced, not checked (no subject) when it is kept
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    assert batch.src_tokens[0][0][0] == "mike"
+    unk = hyp("mike can't talk now .", -0.5)
+    unk.tokens[0] = UNK_ID
+    beam = [unk, hyp("dale can't talk now .", -1.0)]
+    out = attribution_rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, unk_replace=True)
+    assert [h.score for h in out.n_best[0]] == [-1.0, -0.5]
+    kept = attribution_rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, unk_replace=False)
+    assert [h.score for h in kept.n_best[0]] == [-0.5, -1.0]
+
+
+def test_the_search_option_is_a_bool_and_needs_the_vocabulary():
+    with pytest.raises(ValueError, match="attribution_rerank must be true or false"):
+        SearchConfig(attribution_rerank="yes")
+    with pytest.raises(ValueError, match="needs the model's vocabulary"):
+        search(None, make_batch([[DIALOGUE]], VOCAB), SearchConfig(beam_size=2, attribution_rerank=True,
+                                                                   max_length=1, min_length=0))
