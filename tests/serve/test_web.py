@@ -772,7 +772,8 @@ def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(se
         driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
         boxes = {key: driver.find_element(By.ID, box) for box, key in CLAIM_BOXES.items()}
         assert {key: box.is_selected() for key, box in boxes.items()} == {
-            "figure_grammar": False, "source_periods": True, "numbers_in_context": False}
+            "figure_grammar": False, "source_periods": True, "numbers_in_context": False,
+            "attribution_rerank": False}
         for box in boxes.values():
             tooltip = box.find_element(By.XPATH, "./ancestor::*[@title][1]").get_attribute("title")
             assert tooltip.endswith(".") and tooltip.count(". ") == 0, tooltip
