@@ -25,6 +25,7 @@ labelled 0-99).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -88,7 +89,8 @@ def main(argv=None) -> int:
     p.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3, 0.5])
     p.add_argument("--order", type=int, default=4)
     p.add_argument("--beam", type=int, default=None, help="beam size (default: the model's)")
-    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--checkpoint", default=None, help="default: the shipped dialogue model; every checkpoint is "
+                                                      "decoded with the shipped model's search")
     p.add_argument("--attribution-rerank", action="store_true", help="fewest misattributed sentences first")
     p.add_argument("--grammar-rerank", action="store_true", help="then fewest sentences link grammar cannot parse")
     p.add_argument("--grammar", action="store_true", help="report the grammar figure of the chosen summaries "
@@ -107,7 +109,9 @@ def main(argv=None) -> int:
     examples = [Example(id=r["id"], article=r["article"], summary=r["summary"], origin=f"row {i}")
                 for i, r in enumerate(rows, start=args.rows[0])]
     docs = summarizer.prepare_examples(examples)
-    config = summarizer.search_config(beam_size=args.beam)
+    # the shipped dialogue model's search for every checkpoint, as the attribution and speaker studies pin it
+    shipped = summarizer if args.checkpoint is None else Summarizer("dialogue")
+    config = dataclasses.replace(shipped.search_config(beam_size=args.beam))
     started = time.perf_counter()
     beams = n_best_words(summarizer, docs, config)
     print(f"decoded {len(docs)} dialogues in {time.perf_counter() - started:.1f}s", file=sys.stderr)
