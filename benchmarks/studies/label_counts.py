@@ -10,6 +10,13 @@ grammar cannot parse one of its sentences whole; agentsum.evaluation.grammar).
 
     python benchmarks/studies/label_counts.py benchmarks/results/samsum/labels/labels.jsonl \\
         --dialogues runs/labels/valid100.jsonl [--grammar]
+
+Several label files may be given (the shipped model's and references' labels, and a later round's
+``levers.jsonl``). ``--changed-against v1`` adds a table of the summaries each system writes
+differently from v1, with v1's labels of the same dialogues beside its own ("v1 -> system").
+
+    python benchmarks/studies/label_counts.py benchmarks/results/samsum/labels/{labels,levers}.jsonl \
+        --dialogues runs/labels/valid100.jsonl --changed-against v1
 """
 
 from __future__ import annotations
@@ -64,14 +71,16 @@ def agreement(rows: list[dict], dialogues: dict[str, str] | None = None, label: 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("labels")
+    parser.add_argument("labels", nargs="+")
     parser.add_argument("--dialogues", required=True, help="the JSONL the summaries were made from (id, article)")
     parser.add_argument("--rows", type=int, nargs=2, metavar=("FIRST", "END"),
                         help="only the dialogues of rows FIRST to END-1 (the label's row field)")
+    parser.add_argument("--changed-against", metavar="SYSTEM",
+                        help="also: per system, the dialogues where its summary differs from SYSTEM's, both labelled")
     parser.add_argument("--grammar", action="store_true",
                         help="also the grammar figure's agreement with 'ungrammatical' (needs link-grammar)")
     args = parser.parse_args()
-    rows = read_jsonl(args.labels)
+    rows = [r for path in args.labels for r in read_jsonl(path)]
     if args.rows:
         rows = [r for r in rows if args.rows[0] <= r["row"] < args.rows[1]]
     dialogues = {r["id"]: r["article"] for r in read_jsonl(args.dialogues)}
@@ -91,7 +100,29 @@ def main() -> int:
         if args.grammar:
             line += cells(agreement(group, label="ungrammatical", flags=grammar_flags(group)))
         print(line)
+    if args.changed_against:
+        print()
+        print(changed_table(by_system, args.changed_against))
     return 0
+
+
+def changed_table(by_system: dict[str, list[dict]], baseline: str) -> str:
+    """Markdown: per system, its summaries that differ from ``baseline``'s of the same dialogue, and
+    each label's count for the baseline's summaries of those dialogues -> the system's."""
+    if baseline not in by_system:
+        raise SystemExit(f"--changed-against {baseline}: no labels of that system")
+    base = {r["id"]: r for r in by_system[baseline]}
+    lines = [f"| system | dialogues changed (of those {baseline} has) | " + " | ".join(f"{k}: {baseline} -> system"
+                                                                            for k in LABELS) + " |",
+             "|---|---|" + "---|" * len(LABELS)]
+    for system, group in by_system.items():
+        if system == baseline:
+            continue
+        changed = [(base[r["id"]], r) for r in group if r["id"] in base and r["summary"] != base[r["id"]]["summary"]]
+        shared = sum(r["id"] in base for r in group)
+        lines.append(f"| {system} | {len(changed)} of {shared} | " + " | ".join(
+            f"{sum(b[k] for b, _ in changed)} -> {sum(r[k] for _, r in changed)}" for k in LABELS) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

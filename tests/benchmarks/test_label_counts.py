@@ -26,3 +26,17 @@ def test_the_attribution_flag_is_read_from_the_dialogue():
             {"id": "a", "summary": "Mike will call Dale in 2 hrs.", "wrong_person": False}]
     a = label_counts.agreement(rows, {"a": CHAT})
     assert (a["tp"], a["fp"], a["fn"], a["tn"]) == (1, 0, 0, 1)
+
+
+def test_the_changed_table_pairs_each_systems_differing_summaries_with_the_baselines_labels():
+    def row(system, id_, summary, wrong, grammar=False):
+        return {"id": id_, "system": system, "summary": summary, "wrong_person": wrong, "unsupported": False,
+                "ungrammatical": grammar, "signable": not (wrong or grammar)}
+
+    by_system = {"v1": [row("v1", "a", "Mike will call Mike.", True), row("v1", "b", "Dale is ok.", False)],
+                 "lever": [row("lever", "a", "Mike will call Dale.", False),   # changed, fixed
+                           row("lever", "b", "Dale is ok.", False),            # the same text: left out
+                           row("lever", "c", "Lisa have to go.", False, True)]}  # v1 has no label of c
+    table = label_counts.changed_table(by_system, "v1").splitlines()
+    assert len(table) == 3 and table[2].startswith("| lever | 1 of 2 |")
+    assert table[2].split(" | ")[2:] == ["1 -> 0", "0 -> 0", "0 -> 0", "0 -> 1 |"]
