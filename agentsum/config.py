@@ -84,6 +84,9 @@ class TrainConfig:
     # (agentsum/training/attribution_reward.py): -lambda for a sentence giving its words to the wrong
     # participant, else 0; 0: off
     attribution_reward: float = 0.0
+    # lambda of the fluency penalty beside each sentence's ROUGE-L reward (agentsum/training/fluency_reward.py):
+    # lambda * min(0, SLOR - level) under a 4-gram LM of the run's training summaries; 0: off
+    fluency_reward: float = 0.0
     # RL's sample and greedy baseline are decoded with dropout off (eval mode), then scored with dropout
     # on; true decodes them in train mode as well (a policy other than the one scored, a noisier baseline)
     rl_decode_dropout: bool = False

@@ -34,7 +34,8 @@ def _tensorboard_writer(directory: Path):
 
 
 #: Per-step statistics logged as their mean over each logging window, beside the loss.
-WINDOW_MEANS = ("reward_sample", "reward_greedy", "rl", "nll", "claims_right_share", "misattributed_share")
+WINDOW_MEANS = ("reward_sample", "reward_greedy", "rl", "nll", "claims_right_share", "misattributed_share",
+                "disfluent_share")
 
 
 class TrainingMonitor:
@@ -113,6 +114,8 @@ class TrainingMonitor:
             shown += f"  right claims {100 * rewards['claims_right_share']:.1f}%"
         if "misattributed_share" in rewards:
             shown += f"  misattributed {100 * rewards['misattributed_share']:.1f}%"
+        if "disfluent_share" in rewards:
+            shown += f"  disfluent {100 * rewards['disfluent_share']:.1f}%"
         shown += f"  {rate:,.0f} tok/s"
         if self.progress is not None:
             self.progress.update(self.task, status=shown)

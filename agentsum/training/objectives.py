@@ -25,6 +25,7 @@ from agentsum.devices import copy_to
 from agentsum.models.dropout import Dropout
 from agentsum.training.distributed import unwrap
 from agentsum.training.attribution_reward import AttributionReward
+from agentsum.training.fluency_reward import FluencyReward
 from agentsum.training.claim_rewards import ClaimReward
 from agentsum.training.rewards import sentence_reward_matrix, sequence_rewards
 
@@ -159,15 +160,20 @@ class SelfCritical:
     def __init__(self, end_ids: list[int], gamma: float = 0.97, sem_weight: float = 0.0,
                  intermediate: bool = True, reward: str = "rougeL", max_length: int = 100,
                  coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0,
-                 claim_reward: ClaimReward | None = None, attribution_reward: AttributionReward | None = None):
+                 claim_reward: ClaimReward | None = None, attribution_reward: AttributionReward | None = None,
+                 fluency_reward: FluencyReward | None = None):
         if claim_reward is not None and not intermediate:
             raise ValueError("train.claim_reward rewards each sentence's claims: it needs train.intermediate_rewards "
                              "(eq 22)")
         if attribution_reward is not None and not intermediate:
             raise ValueError("train.attribution_reward penalises each misattributed sentence: it needs "
                              "train.intermediate_rewards (eq 22)")
+        if fluency_reward is not None and not intermediate:
+            raise ValueError("train.fluency_reward penalises each disfluent sentence: it needs "
+                             "train.intermediate_rewards (eq 22)")
         self.claim_reward = claim_reward
         self.attribution_reward = attribution_reward
+        self.fluency_reward = fluency_reward
         self.gamma = gamma
         self.decode_dropout = decode_dropout
         self.intermediate = intermediate
@@ -183,7 +189,8 @@ class SelfCritical:
         reward (:mod:`agentsum.training.claim_rewards`; ``batch`` gives the words and the sources),
         each sentence's reward is its ROUGE reward plus lambda times its claim score, in the sample
         and in the baseline alike; an attribution reward (:mod:`agentsum.training.attribution_reward`)
-        adds -lambda to each misattributed sentence's reward, likewise."""
+        adds -lambda to each misattributed sentence's reward, likewise; a fluency reward
+        (:mod:`agentsum.training.fluency_reward`) lambda * min(0, SLOR - level) to each sentence's."""
         if not self.intermediate:
             r_sample = sequence_rewards(sample, reference, kind=self.reward)
             r_greedy = sequence_rewards(greedy, reference, kind=self.reward)
@@ -203,6 +210,11 @@ class SelfCritical:
                 greedy_attr, _ = self.attribution_reward.matrix(greedy, batch)
                 sample_tok, greedy_tok = sample_tok + sample_attr, greedy_tok + greedy_attr
                 stats["misattributed_share"] = torch.tensor(AttributionReward.share(counts))
+            if self.fluency_reward is not None:
+                sample_flu, counts = self.fluency_reward.matrix(sample, batch)
+                greedy_flu, _ = self.fluency_reward.matrix(greedy, batch)
+                sample_tok, greedy_tok = sample_tok + sample_flu, greedy_tok + greedy_flu
+                stats["disfluent_share"] = torch.tensor(FluencyReward.share(counts))
             baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
             adv = (sample_tok - baseline) * (sample != PAD_ID)
             return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean(), **stats}
@@ -298,15 +310,18 @@ def _sentence_index(tokens: torch.Tensor, end_ids: list[int]) -> torch.Tensor:
     return torch.where(valid, index, torch.full_like(index, -1))
 
 
-def build_objective(train_config, vocab: Vocabulary):
-    """The objective named by ``train.objective``: mle, mle+sem, rl, mixed, mixed+sem."""
+def build_objective(train_config, vocab: Vocabulary, train_docs=None):
+    """The objective named by ``train.objective``: mle, mle+sem, rl, mixed, mixed+sem. ``train_docs``
+    (the run's training documents) fit the fluency reward's language model, with ``train.fluency_reward``."""
     name = train_config.objective
     ends = sentence_end_ids(vocab)
     sem = train_config.sem_weight if name.endswith("+sem") else 0.0
     cov = train_config.coverage_weight  # applies only to models built with coverage
     attribution = train_config.attribution_reward
+    fluency = train_config.fluency_reward
     if name in ("mle", "mle+sem"):
-        for key, value in (("claim_reward", train_config.claim_reward), ("attribution_reward", attribution)):
+        for key, value in (("claim_reward", train_config.claim_reward), ("attribution_reward", attribution),
+                           ("fluency_reward", fluency)):
             if value:
                 raise ValueError(f"train.{key} is a reward of self-critical RL: it needs train.objective rl, "
                                  f"mixed or mixed+sem, not {name!r}")
@@ -319,5 +334,15 @@ def build_objective(train_config, vocab: Vocabulary):
                             label_smoothing=train_config.label_smoothing,
                             claim_reward=ClaimReward(vocab, train_config.claim_reward, ends)
                             if train_config.claim_reward else None,
-                            attribution_reward=AttributionReward(vocab, attribution, ends) if attribution else None)
+                            attribution_reward=AttributionReward(vocab, attribution, ends) if attribution else None,
+                            fluency_reward=_fluency_reward(vocab, fluency, ends, train_docs) if fluency else None)
     raise ValueError(f"unknown train.objective {name!r} (known: mle, mle+sem, rl, mixed, mixed+sem)")
+
+
+def _fluency_reward(vocab: Vocabulary, weight: float, ends: list[int], train_docs) -> FluencyReward:
+    if weight < 0:
+        raise ValueError(f"train.fluency_reward must be >= 0, got {weight}")
+    if train_docs is None:
+        raise ValueError("train.fluency_reward fits its language model on the run's training summaries: "
+                         "build_objective needs train_docs")
+    return FluencyReward.fit(vocab, weight, ends, train_docs)

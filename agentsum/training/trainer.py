@@ -129,7 +129,7 @@ def build_optimizer(name: str, parameters, lr: float) -> torch.optim.Optimizer:
 
 #: Logged statistics that are means over documents; the loss and the other logged statistics are
 #: means over target tokens (the objectives normalise by target tokens).
-PER_DOCUMENT = ("reward_sample", "reward_greedy", "claims_right_share", "misattributed_share")
+PER_DOCUMENT = ("reward_sample", "reward_greedy", "claims_right_share", "misattributed_share", "disfluent_share")
 #: The statistics a step reports: averaged over every process's micro-batches before they are logged.
 LOGGED = ("loss", "nll", "rl", *PER_DOCUMENT)
 
@@ -277,7 +277,7 @@ class Trainer:
         except ValueError as e:  # a warm-up as long as the run: a setting to change, not a traceback
             raise ConfigError(f"train.schedule {train_config.schedule}, train.warmup {train_config.warmup}, "
                               f"train.max_steps {train_config.max_steps}: {e}") from None
-        self.objective = build_objective(train_config, self.vocab)
+        self.objective = build_objective(train_config, self.vocab, self.train_docs)
         self.step = 0
         self.selection = self.objective.selection  # valid_nll (lower is better) or valid_rougeL (higher)
         self.best: float | None = None

@@ -80,7 +80,7 @@ def test_a_mixed_objective_with_the_attribution_reward_trains():
 def test_the_attribution_reward_is_configured_only_for_rl_with_sentence_rewards():
     base = dict(objective="mixed", sem_weight=0.1, coverage_weight=0.0, gamma=0.97, intermediate_rewards=True,
                 reward="rougeL", rl_max_length=20, rl_decode_dropout=False, label_smoothing=0.0, claim_reward=0.0,
-                attribution_reward=0.2)
+                attribution_reward=0.2, fluency_reward=0.0)
     objective = build_objective(SimpleNamespace(**base), VOCAB)
     assert objective.attribution_reward.weight == 0.2 and objective.claim_reward is None
     assert build_objective(SimpleNamespace(**{**base, "attribution_reward": 0.0}), VOCAB).attribution_reward is None

@@ -108,7 +108,7 @@ def test_a_mixed_objective_with_the_claim_reward_trains():
 def test_the_claim_reward_is_configured_only_for_rl_with_sentence_rewards():
     base = dict(objective="mixed", sem_weight=0.1, coverage_weight=0.0, gamma=0.97, intermediate_rewards=True,
                 reward="rougeL", rl_max_length=20, rl_decode_dropout=False, label_smoothing=0.0, claim_reward=0.3,
-                attribution_reward=0.0)
+                attribution_reward=0.0, fluency_reward=0.0)
     objective = build_objective(SimpleNamespace(**base), VOCAB)
     assert objective.claim_reward is not None and objective.claim_reward.weight == 0.3
     assert build_objective(SimpleNamespace(**{**base, "claim_reward": 0.0}), VOCAB).claim_reward is None
