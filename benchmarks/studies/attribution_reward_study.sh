@@ -7,6 +7,8 @@
 #
 #   rl-S       the mixed objective, sentence ROUGE-L rewards only (eq 22), seed S
 #   attr-S     the same with the attribution penalty, train.attribution_reward=LAMBDA (default 0.2), seed S
+#   flu-S      the same with the fluency penalty, train.fluency_reward=FLUENCY (default 0.1), seed S
+#   both-S     both penalties
 #
 # The MLE continuations of the same model at the same CPU minutes are speaker_study.sh's control-S.
 # Validation during training uses SAMSum validation rows 100-299, never the labelled rows 0-99. Each
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/../.."
 MODE=${1:?train or score}; shift
 MINUTES=${MINUTES:-15}
 LAMBDA=${LAMBDA:-0.2}
+FLUENCY=${FLUENCY:-0.1}
 ROOT=${ROOT:-runs/attribution}
 # the shipped dialogue model's search, every option given, the same for every run and for v1
 SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repeat-window 3 --repetition-penalty 1.5
@@ -36,7 +39,9 @@ reading() {  # NAME-SEED -> the --set arguments of that run
   case "${1%-*}" in
     rl) echo "--set train.seed=$seed" ;;
     attr) echo "--set train.seed=$seed --set train.attribution_reward=$LAMBDA" ;;
-    *) echo "unknown run $1 (rl-S or attr-S)" >&2; exit 2 ;;
+    flu) echo "--set train.seed=$seed --set train.fluency_reward=$FLUENCY" ;;
+    both) echo "--set train.seed=$seed --set train.attribution_reward=$LAMBDA --set train.fluency_reward=$FLUENCY" ;;
+    *) echo "unknown run $1 (rl-S, attr-S, flu-S or both-S)" >&2; exit 2 ;;
   esac
 }
 
