@@ -142,6 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", choices=("none", "int8"), default="none",
                    help="int8: the file asks to be run in dynamic int8 on the CPU (its LSTM and linear layers are "
                         "quantized as it loads, from the 16-bit weights it holds; on a GPU it runs in float)")
+    p = sub.add_parser("fit-lm", help="fit a model's summary language model (for --lm-weight) on training data",
+                       description="Fit a 4-gram Kneser-Ney language model of a corpus's reference summaries, read "
+                                   "as the checkpoint's data settings prepare them (lower-cased tokens, a dialogue's "
+                                   "participants as one <name> class), and write it beside the checkpoint as "
+                                   "NAME.lm.json.gz, where --lm-weight looks for it. Seconds for SAMSum's 14k "
+                                   "summaries.")
+    p.add_argument("--checkpoint", default=None, help="the model (default: the shipped dialogue model); the LM "
+                                                      "goes beside it unless --out is given")
+    p.add_argument("--model", dest="checkpoint", help="a shipped model by name (as --checkpoint NAME)")
+    add_data_options(p)
+    p.add_argument("--order", type=int, default=4, help="n-gram order (default 4)")
+    p.add_argument("--out", help="the file to write (default: NAME.lm.json.gz beside the checkpoint)")
     sub.add_parser("models", help="list the models shipped with agentsum (--model NAME)",
                    description="List the models shipped with agentsum, by the name --model and Summarizer(NAME) "
                                "take: whether this installation holds the file, its size, what the model is for "
@@ -561,6 +573,30 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_fit_lm(args) -> int:
+    import time
+
+    from agentsum.data.dataset import load_documents
+    from agentsum.models.summary_lm import NgramLM
+    from agentsum.summarizer import Summarizer
+    from agentsum.training.monitor import log
+
+    if args.order < 1:
+        raise ConfigError(f"--order must be at least 1, got {args.order}")
+    summarizer = Summarizer(args.checkpoint, device="cpu")
+    out = Path(args.out) if args.out else summarizer.summary_lm_path
+    started = time.perf_counter()
+    docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=log)
+    if not any(d.summary for d in docs):
+        raise ConfigError(f"{args.data}: no reference summaries to fit a summary language model on")
+    lm = NgramLM.of_documents(docs, order=args.order)
+    lm.save(out)
+    print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MiB): a {args.order}-gram summary language model of "
+          f"{sum(bool(d.summary) for d in docs):,} summaries, {len(lm.vocab):,} words, in "
+          f"{time.perf_counter() - started:.0f}s; use it with --lm-weight (0.1 for the shipped dialogue model)")
+    return 0
+
+
 def cmd_average(args) -> int:
     from agentsum.checkpoint import average_checkpoints
 
@@ -617,7 +653,8 @@ def _checkpoint_facts(state: dict) -> str:
 
 
 COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
-            "extract": cmd_extract, "export": cmd_export, "average": cmd_average, "models": cmd_models}
+            "extract": cmd_extract, "export": cmd_export, "average": cmd_average, "models": cmd_models,
+            "fit-lm": cmd_fit_lm}
 
 
 def main(argv: list[str] | None = None) -> int:

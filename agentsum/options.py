@@ -108,8 +108,8 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --min-length-ratio, --no-block-trigrams,
     --no-repeat-ngram-size, --repetition-penalty, --repeat-window, --numbers-from-source,
-    --figure-grammar, --source-periods, --numbers-in-context, --attribution-rerank, --no-unk-replace,
-    --batch-size."""
+    --figure-grammar, --source-periods, --numbers-in-context, --attribution-rerank, --lm-weight,
+    --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
@@ -141,6 +141,10 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--attribution-rerank", choices=("on", "off"),
                    help="on: of a dialogue's beam, the best summary with the fewest sentences that give a statement to "
                         "someone who wrote none of its words wins (docs/model.md, 'Search')")
+    g.add_argument("--lm-weight", type=float, metavar="W",
+                   help="W > 0: rescore the beam with the model's summary language model (NAME.lm.json.gz beside "
+                        "the checkpoint, `agentsum fit-lm`): search score + W x its log-probability per token; the "
+                        "shipped dialogue model's is 0.1; 0: off")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 
@@ -166,6 +170,8 @@ def search_overrides(args) -> dict:
                  "attribution_rerank"):
         if getattr(args, name, None) is not None:
             changes[name] = getattr(args, name) == "on"
+    if getattr(args, "lm_weight", None) is not None:
+        changes["lm_weight"] = args.lm_weight
     ratio = getattr(args, "min_length_ratio", None)
     if ratio is not None:
         changes["min_length_ratio"] = None if ratio == "off" else _ratio(ratio)

@@ -48,8 +48,10 @@ from agentsum.decoding.copying import to_words
 from agentsum.decoding.provenance import provenance, sentence_sources
 from agentsum.decoding.search import Hypotheses, SearchConfig, search
 from agentsum.devices import choose_device
+from agentsum.fields import ConfigError
 from agentsum.models.base import SummarizationModel
 from agentsum.models.quantize import QUANTIZE_CHOICES, QuantizeError, quantize_model
+from agentsum.models.summary_lm import NgramLM, lm_path
 from agentsum import checkpoint as checkpoints
 
 #: A text of more than this many times the tokens a model reads (in words) gets :meth:`Summarizer.length_warning`.
@@ -102,6 +104,30 @@ class Summarizer:
     def _hold(self, model, vocab: Vocabulary, config: Config, metadata: dict) -> None:
         self.model, self.vocab, self.config, self.metadata = model, vocab, config, metadata
         self.language = text_processor(config.data)
+        self._summary_lm: NgramLM | None | bool = False  # False: not looked for yet
+
+    @property
+    def summary_lm_path(self) -> Path | None:
+        """Where this model's summary language model is looked for (``search.lm_weight``): beside the
+        checkpoint, ``NAME.lm.json.gz`` (``agentsum fit-lm`` writes it); None for a model in memory."""
+        return lm_path(self.checkpoint) if self.checkpoint is not None else None
+
+    @property
+    def summary_lm(self) -> NgramLM | None:
+        """The model's summary language model, read once when first asked for; None where there is none."""
+        if self._summary_lm is False:
+            path = self.summary_lm_path
+            self._summary_lm = NgramLM.load(path) if path is not None and path.is_file() else None
+        return self._summary_lm
+
+    def check_search(self, search_config: SearchConfig) -> None:
+        """A :class:`ConfigError` for settings this model cannot decode with: ``search.lm_weight``
+        without a summary language model beside the checkpoint."""
+        if search_config.lm_weight > 0 and search_config.beam_size > 1 and self.summary_lm is None:
+            where = self.summary_lm_path or "beside the checkpoint"
+            raise ConfigError(f"search.lm_weight {search_config.lm_weight:g} needs a summary language model at "
+                              f"{where}, which is missing; write one with `agentsum fit-lm --checkpoint "
+                              f"{self.checkpoint or 'CKPT'} --data TRAIN.jsonl`, or use lm_weight 0")
 
     @property
     def device(self) -> torch.device:
@@ -165,7 +191,9 @@ class Summarizer:
         """Search one batch (moved to the model's device) and read every best hypothesis as words
         (OOV ids and, with ``search_config.unk_replace``, UNK replaced: :func:`~agentsum.decoding.copying.to_words`)."""
         batch = batch.to(self.device)
-        hyps = search(self.model, batch, search_config, vocab=self.vocab)
+        self.check_search(search_config)
+        lm = self.summary_lm if search_config.lm_weight > 0 else None
+        hyps = search(self.model, batch, search_config, vocab=self.vocab, summary_lm=lm)
         words = to_words(hyps.tokens, hyps.copy_positions, batch, self.vocab, unk_replace=search_config.unk_replace)
         return hyps, words
 

@@ -85,3 +85,24 @@ def test_lcsts_part_file_with_label_filter_through_the_cli(tmp_path, capsys):
     part.write_text("".join(blocks), encoding="utf-8")
     assert main(["lead3", "--config", "lcsts-small", "--data", str(part), "--min-human-label", "3", "--chars", "20"]) == 0
     assert "(F1, 2 documents)" in capsys.readouterr().out
+
+
+def test_fit_lm_writes_the_lm_beside_the_checkpoint_and_lm_weight_reads_it(tiny_run, tmp_path, capsys):
+    """`agentsum fit-lm` writes NAME.lm.json.gz beside the checkpoint; `summarize --lm-weight` decodes
+    with it; without one, --lm-weight is an error that names the file and the command that writes it."""
+    import shutil
+
+    from agentsum.cli import main
+
+    checkpoint = tmp_path / "model.pt"
+    shutil.copy(tiny_run["checkpoint"], checkpoint)
+    article = tmp_path / "article.txt"
+    article.write_text("The cat saw a dog near the park. The owl met a fox near the river.\n", encoding="utf-8")
+    assert main(["summarize", "--checkpoint", str(checkpoint), str(article), "--beam", "3", "--lm-weight", "0.1"]) != 0
+    err = capsys.readouterr().err
+    assert "model.lm.json.gz" in err and "agentsum fit-lm" in err
+    assert main(["fit-lm", "--checkpoint", str(checkpoint), "--data", tiny_run["train"]]) == 0
+    assert (tmp_path / "model.lm.json.gz").is_file() and "24 summaries" in capsys.readouterr().out
+    assert main(["summarize", "--checkpoint", str(checkpoint), str(article), "--beam", "3", "--lm-weight", "0.1",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "summaries.txt").read_text(encoding="utf-8").strip()

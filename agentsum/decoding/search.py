@@ -48,7 +48,7 @@ from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.constraints import ClaimConstraints
 from agentsum.decoding.copying import copy_positions
-from agentsum.decoding.rerank import attribution_rerank
+from agentsum.decoding.rerank import rerank
 from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
 __all__ = [
@@ -110,6 +110,9 @@ class SearchConfig:
     attribution_rerank: of a dialogue's n-best, the best-scored hypothesis with the fewest misattributed
                      sentences wins (:mod:`agentsum.decoding.rerank`); other sources, and greedy
                      decoding, are unchanged.
+    lm_weight:       w > 0: beam search's n-best is rescored with the model's summary language model,
+                     search score + w * LM log-probability per token (:mod:`agentsum.decoding.rerank`;
+                     ``search(..., summary_lm=)``); 0: off.
     min_length_ratio: a document's minimum length is at most this share of its source tokens
                      (``min(min_length, ceil(ratio * source tokens))``), so a one-sentence input is
                      not padded to ``min_length`` with words it cannot support; None: off.
@@ -130,12 +133,16 @@ class SearchConfig:
     numbers_in_context: bool = False
     min_length_ratio: float | None = 0.5
     attribution_rerank: bool = False
+    lm_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context",
                      "attribution_rerank"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not (isinstance(self.lm_weight, (int, float)) and not isinstance(self.lm_weight, bool)
+                and math.isfinite(self.lm_weight) and 0 <= self.lm_weight <= 10):
+            raise ValueError(f"lm_weight must be a number from 0 (off) to 10, got {self.lm_weight!r}")
         if self.min_length_ratio is not None and not (0 < self.min_length_ratio and math.isfinite(self.min_length_ratio)):
             raise ValueError(f"min_length_ratio must be a positive number or null, got {self.min_length_ratio}")
         if self.beam_size < 1:
@@ -920,16 +927,21 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
 
 
 def search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
-           vocab: Vocabulary | None = None) -> Hypotheses:
+           vocab: Vocabulary | None = None, summary_lm=None) -> Hypotheses:
     """Greedy decoding when ``config.beam_size == 1``, beam search otherwise (its n-best reranked
-    with ``config.attribution_rerank``). ``vocab`` (the model's) is needed with
-    ``config.numbers_from_source`` and ``config.attribution_rerank``."""
+    with ``config.attribution_rerank`` and rescored with ``summary_lm``, an
+    :class:`~agentsum.models.summary_lm.NgramLM`, at ``config.lm_weight``). ``vocab`` (the model's)
+    is needed with ``config.numbers_from_source``, ``config.attribution_rerank`` and ``config.lm_weight``."""
     config = config or SearchConfig()
     if config.beam_size == 1:
         return greedy_search(model, batch, config, vocab=vocab)
-    if config.attribution_rerank and vocab is None:
-        raise ValueError("search.attribution_rerank needs the model's vocabulary (vocab=)")
+    reranked = config.attribution_rerank or config.lm_weight > 0
+    if reranked and vocab is None:
+        raise ValueError("search.attribution_rerank and search.lm_weight need the model's vocabulary (vocab=)")
+    if config.lm_weight > 0 and summary_lm is None:
+        raise ValueError("search.lm_weight needs the model's summary language model (summary_lm=)")
     hyps = beam_search(model, batch, config, vocab=vocab)
-    if config.attribution_rerank:
-        hyps = attribution_rerank(hyps, batch, vocab, config.unk_replace)
+    if reranked:
+        hyps = rerank(hyps, batch, vocab, attribution=config.attribution_rerank, lm=summary_lm,
+                      lm_weight=config.lm_weight, unk_replace=config.unk_replace)
     return hyps

@@ -12,17 +12,37 @@ met", "are been") are local: two or three words see them.
 
     lm = NgramLM.fit(summaries, order=4)               # summaries: lists of tokens, names as <name>
     lm.logprob(["<name>", "has", "to", "go", "."])     # natural log, </s> included
+
+A model's summary LM lives beside its checkpoint (:func:`lm_path`: ``samsum-en.pt`` ->
+``samsum-en.lm.json.gz``), written by ``agentsum fit-lm`` from training documents
+(:meth:`NgramLM.of_documents`), and read by search's ``search.lm_weight`` (n-best rescoring,
+:mod:`agentsum.decoding.rerank`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from agentsum.data.attribution import Dialogue
+
 BOS, EOS, UNK, NAME = "<s>", "</s>", "<unk>", "<name>"
+
+
+def lm_path(checkpoint: str | Path) -> Path:
+    """Where the summary LM of a checkpoint lives: beside it, ``NAME.lm.json.gz`` for ``NAME.pt``."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(checkpoint.stem + ".lm.json.gz")
+
+
+def participants(tokens: Sequence[str]) -> list[str]:
+    """The speakers of a source read as a dialogue (``name : text`` turns), none for other sources."""
+    dialogue = Dialogue.from_tokens(tokens)
+    return dialogue.speakers if dialogue is not None else []
 
 
 def with_name_class(tokens: Sequence[str], names: Iterable[str]) -> list[str]:
@@ -65,6 +85,12 @@ class NgramLM:
             counts[k - 1] = {h: dict(ws) for h, ws in lower.items()}
         return cls(order, discount, vocab | {UNK}, counts)
 
+    @classmethod
+    def of_documents(cls, docs: Iterable, order: int = 4) -> "NgramLM":
+        """From prepared documents (:class:`agentsum.data.dataset.Document`): their summary tokens,
+        lower-cased, a dialogue's participants as ``<name>`` -- the tokens search rescoring reads."""
+        return cls.fit(document_summaries(docs), order=order)
+
     def prob(self, word: str, context: Sequence[str]) -> float:
         """P(word | the last order-1 words of context), context padded with ``<s>``."""
         word = word if word in self.vocab else UNK
@@ -96,8 +122,25 @@ class NgramLM:
         return cls(int(record["order"]), float(record["discount"]), set(record["vocab"]), counts)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json()), encoding="utf-8")
+        """As JSON; gzip-compressed when the name ends in ``.gz`` (no name or time stamp: the same model writes
+        the same bytes)."""
+        text = json.dumps(self.to_json())
+        if str(path).endswith(".gz"):
+            with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+                f.write(text.encode("utf-8"))
+        else:
+            Path(path).write_text(text, encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> "NgramLM":
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return cls.from_json(json.load(f))
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def document_summaries(docs: Iterable) -> list[list[str]]:
+    """Each document's summary tokens, lower-cased, its source's participants as ``<name>`` (documents
+    without a summary are skipped)."""
+    return [with_name_class([t.lower() for t in d.summary], participants([t.lower() for a in d.agents for t in a]))
+            for d in docs if d.summary]

@@ -367,6 +367,7 @@ def create_app(checkpoint_path: str | Path, *, max_body_bytes: int = 1_000_000, 
             "model_type": config.model.get("type", "dca"),
             "agents": config.data.agents,
             "provenance": served.can_explain,  # whether "provenance": true can be asked for
+            "summary_lm": served.summarizer.summary_lm is not None,  # whether lm_weight > 0 can be asked for
             "language": served.language.language,
             "dialogue": config.data.dialogue,
             "vocab_size": len(served.summarizer.vocab),

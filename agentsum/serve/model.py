@@ -67,7 +67,7 @@ class ServedModel:
                                      ("numbers_from_source", req.numbers_from_source),
                                      ("figure_grammar", req.figure_grammar), ("source_periods", req.source_periods),
                                      ("numbers_in_context", req.numbers_in_context),
-                                     ("attribution_rerank", req.attribution_rerank))
+                                     ("attribution_rerank", req.attribution_rerank), ("lm_weight", req.lm_weight))
                    if v is not None}
         if req.max_length is not None and req.min_length is None:
             changes["min_length"] = min(self.config.search.min_length, req.max_length)
@@ -75,6 +75,10 @@ class ServedModel:
             search = self.summarizer.search_config(**changes)
             check_vocabulary(self.summarizer.vocab, figure_grammar=search.figure_grammar,
                              source_periods=search.source_periods, numbers_in_context=search.numbers_in_context)
+            if search.lm_weight > 0 and self.summarizer.summary_lm is None:
+                raise RequestError(422, f"invalid request: lm_weight {search.lm_weight:g} needs a summary language "
+                                        "model, and this model has none (`agentsum fit-lm` writes one beside its "
+                                        "checkpoint)")
             return search
         except ConstraintError as e:
             raise RequestError(422, f"invalid request: {e}") from None

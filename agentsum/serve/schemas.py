@@ -99,6 +99,10 @@ class SummarizeRequest(BaseModel):
     numbers_in_context: StrictBool | None = Field(
         None, description="true: a number in a summary sentence that has named a metric is copied only from "
                           "sentences of the text stating that metric, for the sentence's period")
+    lm_weight: Annotated[float, Field(ge=0, le=10), BeforeValidator(_json_number)] | None = Field(
+        None, description="w > 0: rescore the beam with the model's summary language model, search score + w times its "
+                          "log-probability per token (0.1 for the shipped dialogue model; 0: off; a model without "
+                          "one answers 422)")
     attribution_rerank: StrictBool | None = Field(
         None, description="true: of a chat's beam, the best summary with the fewest sentences that give a statement "
                           "to someone who wrote none of its words wins (beam > 1; other texts are unchanged)")

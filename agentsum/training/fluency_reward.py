@@ -34,10 +34,9 @@ from collections.abc import Collection, Iterable, Sequence
 
 import torch
 
-from agentsum.data.attribution import Dialogue
 from agentsum.data.batch import Batch
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
-from agentsum.models.summary_lm import UNK, NgramLM, with_name_class
+from agentsum.models.summary_lm import UNK, NgramLM, document_summaries, participants, with_name_class
 from agentsum.training.rewards import sentence_ends
 
 __all__ = ["FluencyReward", "Fluency"]
@@ -84,11 +83,6 @@ class Fluency:
         return out
 
 
-def _speakers(tokens: Sequence[str]) -> list[str]:
-    dialogue = Dialogue.from_tokens(tokens)
-    return dialogue.speakers if dialogue is not None else []
-
-
 def _sentence_spans(tokens: Sequence[str], end_words: Collection[str]) -> list[int]:
     ends = [i + 1 for i, t in enumerate(tokens) if t in end_words]
     if tokens and (not ends or ends[-1] != len(tokens)):
@@ -114,8 +108,7 @@ class FluencyReward:
     def fit(cls, vocab: Vocabulary, weight: float, end_ids: Collection[int], docs, order: int = 4) -> "FluencyReward":
         """From a run's training documents (their summary tokens; a dialogue's participants as
         ``<name>``): the LM from all but every HELD_OUT-th summary, the level from those."""
-        summaries = [with_name_class([t.lower() for t in d.summary], _speakers([t.lower() for a in d.agents for t in a]))
-                     for d in docs if d.summary]
+        summaries = document_summaries(docs)
         if not summaries:
             raise ValueError("train.fluency_reward needs training summaries to fit its language model")
         held = summaries[::HELD_OUT]
@@ -129,7 +122,7 @@ class FluencyReward:
         key = batch.ids[b] if b < len(batch.ids) and batch.ids[b] else None
         found = self._names.get(key) if key is not None else None
         if found is None:
-            found = frozenset(_speakers([t.lower() for agent in batch.src_tokens[b] for t in agent]))
+            found = frozenset(participants([t.lower() for agent in batch.src_tokens[b] for t in agent]))
             if key is not None:
                 if len(self._names) >= CACHE_SIZE:
                     self._names.pop(next(iter(self._names)))

@@ -210,6 +210,10 @@
       const d = m.search_defaults;
       $("#ngram").placeholder = d.no_repeat_ngram_size ?? (d.block_trigrams ? 3 : 0);
       $("#penalty").placeholder = d.repetition_penalty;
+      $("#lm-weight").placeholder = d.lm_weight;
+      // a model without a summary language model cannot rescore: the box says so instead
+      $("#lm-weight").disabled = !m.summary_lm;
+      $("#lm-weight").title = m.summary_lm ? "" : "This model has no summary language model (agentsum fit-lm writes one).";
       SWITCHES.forEach(([id, key]) => { $(id).checked = Boolean(d[key]); });
     } catch (e) {
       info.textContent = "Model information unavailable";
@@ -302,6 +306,7 @@
     numberOption(body, "#max-length", "max_length");
     numberOption(body, "#ngram", "no_repeat_ngram_size");
     numberOption(body, "#penalty", "repetition_penalty");
+    if (!$("#lm-weight").disabled) numberOption(body, "#lm-weight", "lm_weight");
     SWITCHES.forEach(([id, key]) => switchOption(body, id, key));
     const button = $("#summarize");
     button.disabled = true;

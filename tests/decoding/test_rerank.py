@@ -5,7 +5,7 @@ import torch
 
 from agentsum.data.batch import make_batch
 from agentsum.data.vocab import SPECIALS, UNK_ID, Vocabulary
-from agentsum.decoding.rerank import attribution_rerank, dialogue_of, misattributed_sentences
+from agentsum.decoding.rerank import attribution_rerank, dialogue_of, misattributed_sentences, rerank
 from agentsum.decoding.search import Hypotheses, Hypothesis, SearchConfig, search
 
 DIALOGUE = "mike : i will call you in 2 hours . dale : sorry , i can't talk now , i am driving".split()
@@ -76,6 +76,49 @@ def test_unk_is_read_as_the_word_the_summary_will_show():
 def test_the_search_option_is_a_bool_and_needs_the_vocabulary():
     with pytest.raises(ValueError, match="attribution_rerank must be true or false"):
         SearchConfig(attribution_rerank="yes")
-    with pytest.raises(ValueError, match="needs the model's vocabulary"):
+    with pytest.raises(ValueError, match="need the model.s vocabulary"):
         search(None, make_batch([[DIALOGUE]], VOCAB), SearchConfig(beam_size=2, attribution_rerank=True,
                                                                    max_length=1, min_length=0))
+
+
+def _lm(sentences):
+    from agentsum.models.summary_lm import NgramLM
+
+    return NgramLM.fit([s.split() for s in sentences], order=3)
+
+
+def test_the_summary_lm_rescores_the_beam_by_search_score_plus_weight_times_its_log_probability_per_token():
+    lm = _lm(["<name> will call <name> in 2 hours ."] * 5 + ["<name> can't talk now ."] * 5)
+    batch = make_batch([[NEWS]], VOCAB)  # any source is rescored; no names here
+    beam = [hyp("will call in in 2 hours .", -1.0), hyp("will call in 2 hours .", -1.2)]
+    words = [h.split() for h in ("will call in in 2 hours .", "will call in 2 hours .")]
+    per_token = [lm.logprob(w) / (len(w) + 1) for w in words]
+    assert per_token[1] > per_token[0] + 0.2 / 5  # the LM prefers the second by more than 0.2 / w at w = 5
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, lm=lm, lm_weight=5.0)
+    assert [h.score for h in out.n_best[0]] == [-1.2, -1.0]  # scores are the search's, unchanged
+    assert [h.score for h in rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, lm=lm, lm_weight=0.0).n_best[0]] \
+        == [-1.0, -1.2]
+    # a weight too small to outweigh the search's margin keeps the order
+    small = (0.2 / (per_token[1] - per_token[0])) / 2
+    assert [h.score for h in rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, lm=lm,
+                                    lm_weight=small).n_best[0]] == [-1.0, -1.2]
+
+
+def test_a_dialogues_participants_are_one_name_class_and_attribution_comes_before_the_lm():
+    lm = _lm(["<name> will call <name> in 2 hours . <name> can't talk now ."] * 5)
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    beam = [hyp(WRONG, -1.0), hyp(RIGHT, -3.0), hyp("mike will call dale in 2 hours . dale can't talk talk .", -2.0)]
+    # the LM prefers RIGHT's words to the third's; both are attributed; WRONG is misattributed twice
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, attribution=True, lm=lm, lm_weight=5.0)
+    assert [h.score for h in out.n_best[0]] == [-3.0, -2.0, -1.0]
+    only_attribution = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, attribution=True)
+    assert [h.score for h in only_attribution.n_best[0]] == [-2.0, -3.0, -1.0]
+
+
+def test_the_lm_weight_is_checked_and_search_needs_the_lm():
+    for bad in (-0.1, float("nan"), 11, True, "0.1"):
+        with pytest.raises(ValueError, match="lm_weight must be a number"):
+            SearchConfig(lm_weight=bad)
+    with pytest.raises(ValueError, match="needs the model's summary language model"):
+        search(None, make_batch([[DIALOGUE]], VOCAB), SearchConfig(beam_size=2, lm_weight=0.1, max_length=1,
+                                                                   min_length=0), vocab=VOCAB)

@@ -51,3 +51,28 @@ def test_it_saves_and_loads_the_same_model(tmp_path):
     again = NgramLM.load(tmp_path / "lm.json")
     for s in SUMMARIES:
         assert again.logprob(s) == lm.logprob(s)
+
+
+def test_a_gzip_file_loads_the_same_model_and_the_same_model_writes_the_same_bytes(tmp_path):
+    lm = NgramLM.fit(SUMMARIES, order=3, min_count=1)
+    a, b = tmp_path / "a.lm.json.gz", tmp_path / "sub" / "b.lm.json.gz"
+    b.parent.mkdir()
+    lm.save(a)
+    lm.save(b)
+    assert a.read_bytes()[:2] == b"\x1f\x8b" and a.read_bytes() == b.read_bytes()  # no name, no time stamp
+    back = NgramLM.load(a)
+    sentence = [NAME, "will", "meet", NAME, "at", "noon", "."]
+    assert back.logprob(sentence) == pytest.approx(lm.logprob(sentence), rel=1e-12)
+
+
+def test_a_checkpoints_lm_lives_beside_it_and_documents_give_their_summaries_with_names_as_a_class():
+    from agentsum.data.dataset import Document
+    from agentsum.models.summary_lm import document_summaries, lm_path
+
+    assert lm_path("runs/x/checkpoints/best.pt").as_posix() == "runs/x/checkpoints/best.lm.json.gz"
+    chat = "Lisa : I have to clean the house Tom : ok".split()
+    docs = [Document("a", [chat[:8], chat[8:]], ["Lisa", "has", "to", "clean", "."], ""),
+            Document("b", [["no", "dialogue", "here", "."]], ["lisa", "is", "here", "."], ""),
+            Document("c", [chat], [], "")]
+    assert document_summaries(docs) == [[NAME, "has", "to", "clean", "."], ["lisa", "is", "here", "."]]
+    assert NgramLM.of_documents(docs, order=2).order == 2

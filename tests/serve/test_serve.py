@@ -678,22 +678,49 @@ def test_attribution_rerank_reaches_the_search_and_a_chat_is_summarized_with_it(
     import agentsum.summarizer
 
     chat = "Amanda: I baked cookies. Do you want some?\nJerry: Sure!\nAmanda: I'll bring you tomorrow :-)"
-    seen, reranked, real, real_rerank = [], [], agentsum.summarizer.search, agentsum.decoding.search.attribution_rerank
+    seen, reranked, real, real_rerank = [], [], agentsum.summarizer.search, agentsum.decoding.search.rerank
 
     def spy(model, batch, config, **kw):
         seen.append(config.attribution_rerank)
         return real(model, batch, config, **kw)
 
-    def spy_rerank(hyps, batch, vocab, unk_replace=True):
-        reranked.append(len(hyps))
-        return real_rerank(hyps, batch, vocab, unk_replace)
+    def spy_rerank(hyps, batch, vocab, **kw):
+        reranked.append((len(hyps), kw["attribution"]))
+        return real_rerank(hyps, batch, vocab, **kw)
 
     monkeypatch.setattr(agentsum.summarizer, "search", spy)
-    monkeypatch.setattr(agentsum.decoding.search, "attribution_rerank", spy_rerank)
+    monkeypatch.setattr(agentsum.decoding.search, "rerank", spy_rerank)
     r = client.post("/v1/summarize", json={"text": chat, "attribution_rerank": True, "beam_size": 3})
     assert r.status_code == 200 and r.json()["summaries"][0]["tokens"], r.text
-    assert seen == [True] and reranked == [1]
+    assert seen == [True] and reranked == [(1, True)]
     r = client.post("/v1/summarize", json={"text": chat, "beam_size": 3})
-    assert r.status_code == 200 and seen[-1] is False and reranked == [1]
+    assert r.status_code == 200 and seen[-1] is False and reranked == [(1, True)]
     r = client.post("/v1/summarize", json={"text": chat, "attribution_rerank": "yes"})
     assert r.status_code == 422 and "attribution_rerank" in r.text
+
+
+def test_lm_weight_needs_a_summary_language_model_and_rescores_with_one(tiny_run, tmp_path):
+    """/v1/model says whether the model has a summary LM; lm_weight > 0 without one is a 422 naming
+    it and `agentsum fit-lm`; with one written beside the checkpoint, the request is summarized;
+    lm_weight out of range or not a number is a 422."""
+    import shutil
+
+    from agentsum.cli import main
+    from agentsum.serve.app import background_server, create_app
+
+    checkpoint = tmp_path / "model.pt"
+    shutil.copy(tiny_run["checkpoint"], checkpoint)
+    text = articles(1)[0]
+    with background_server(create_app(checkpoint, batch_wait_ms=0)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        assert c.get("/v1/model").json()["summary_lm"] is False
+        r = c.post("/v1/summarize", json={"text": text, "lm_weight": 0.1, "beam_size": 3})
+        assert r.status_code == 422 and "lm_weight" in r.text and "agentsum fit-lm" in r.text, r.text
+        assert c.post("/v1/summarize", json={"text": text, "lm_weight": 0}).status_code == 200
+        for bad in (-1, 11, "0.1", True):
+            r = c.post("/v1/summarize", json={"text": text, "lm_weight": bad})
+            assert r.status_code == 422 and "lm_weight" in r.text, (bad, r.text)
+    assert main(["fit-lm", "--checkpoint", str(checkpoint), "--data", tiny_run["train"]]) == 0
+    with background_server(create_app(checkpoint, batch_wait_ms=0)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        assert c.get("/v1/model").json()["summary_lm"] is True
+        r = c.post("/v1/summarize", json={"text": text, "lm_weight": 0.1, "beam_size": 3})
+        assert r.status_code == 200 and r.json()["summaries"][0]["tokens"], r.text

@@ -730,7 +730,7 @@ def test_the_servers_warning_about_a_long_text_is_shown_and_goes_with_the_summar
 
 
 #: Wrap the page's fetch before its script runs: /v1/model answers with the server's search_defaults
-#: changed by ``window.defaultsChange``; /v1/summarize records each request body in ``window.sent`` and
+#: changed by ``window.defaultsChange`` (and its other fields by ``window.modelChange``); /v1/summarize records each request body in ``window.sent`` and
 #: answers ``window.answer``.
 RECORD_REQUESTS = """
 window.sent = [];
@@ -739,6 +739,7 @@ window.fetch = async (url, options) => {
   if (url === '/v1/model') {
     const info = await (await fetchFromServer(url, options)).json();
     Object.assign(info.search_defaults, window.defaultsChange || {});
+    Object.assign(info, window.modelChange || {});
     return new Response(JSON.stringify(info), {headers: {'Content-Type': 'application/json'}});
   }
   if (url === '/v1/summarize') {
@@ -818,3 +819,35 @@ def test_a_claim_the_model_cannot_honour_shows_the_servers_refusal(server, drive
     assert error == refused.json()["error"] and "figure_grammar" in error, error
     assert not driver.find_element(By.ID, "results").is_displayed()
     assert driver.find_element(By.ID, "summarize").is_enabled()
+
+
+def test_the_lm_weight_box_is_off_for_a_model_without_a_summary_lm_and_sent_when_filled_in(server, driver):
+    """The tiny model has no summary language model: the box is disabled and says why. A model with
+    one (the page told so) takes a weight, sent as lm_weight; left empty, nothing is sent."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, 30)
+    driver.get(server + "/")
+    wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+    box = driver.find_element(By.ID, "lm-weight")
+    assert not box.is_enabled() and "no summary language model" in box.get_attribute("title")
+    added = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                   {"source": "window.modelChange = {summary_lm: true};" + RECORD_REQUESTS})
+    try:
+        driver.get(server + "/")
+        wait.until(lambda d: "agents" in d.find_element(By.ID, "model-info").text)
+        driver.execute_script("window.answer = arguments[0];", _canned_answer([["The", "cat", "ran", "."]], ["The"]))
+        driver.find_element(By.CSS_SELECTOR, "details.options > summary").click()
+        box = driver.find_element(By.ID, "lm-weight")
+        assert box.is_enabled() and box.get_attribute("placeholder") == "0"
+        driver.find_element(By.ID, "article").send_keys(_article())
+        driver.find_element(By.ID, "summarize").click()
+        wait.until(lambda d: len(d.execute_script("return window.sent;")) == 1)
+        box.send_keys("0.1")
+        driver.find_element(By.ID, "summarize").click()
+        wait.until(lambda d: len(d.execute_script("return window.sent;")) == 2)
+        first, second = driver.execute_script("return window.sent;")
+        assert "lm_weight" not in first and second["lm_weight"] == 0.1
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": added["identifier"]})
