@@ -5,6 +5,7 @@ a word twice in a row ("Laura and Laura")."""
 import pytest
 
 from agentsum import Summarizer
+from agentsum.data.corpus import Example
 from agentsum.data.dataset import prepare_all
 from agentsum.data.sources import load_examples
 from agentsum.evaluation.evaluate import evaluate
@@ -81,3 +82,21 @@ def test_shipped_model_output_reads_as_text(shipped):
             if word.lower() in {s.lower() for s in speakers}:
                 assert word[0].isupper(), (word, text)  # names as names
     assert sum(any(s in text for s in speakers) for text in texts) >= len(texts) // 2  # summaries name people
+
+
+def test_shipped_model_has_a_small_summary_lm_that_finds_agreement_errors_unlikely(shipped):
+    """Its summary LM (for --lm-weight) is beside it, small, and reads "Lisa have" and "will met" as
+    less likely than what SAMSum's summaries say; decoding with it gives a summary."""
+    from agentsum.models.summary_lm import NAME
+
+    path = shipped.summary_lm_path
+    assert path.name == "samsum-en.lm.json.gz" and path.stat().st_size <= 20 * 2**20
+    lm = shipped.summary_lm
+    assert lm is not None and lm.order == 4 and len(lm.vocab) > 5000
+    assert lm.logprob([NAME, "has", "to", "clean", "the", "house", "."]) > \
+        lm.logprob([NAME, "have", "to", "clean", "the", "house", "."])
+    assert lm.logprob([NAME, "will", "meet", NAME, "at", "5", "."]) > lm.logprob([NAME, "will", "met", NAME, "at", "5", "."])
+    chat = "Lisa: I have to clean the house today\nTom: ok, I'll buy the milk then\nLisa: thanks!"
+    texts, _ = shipped.summarize_examples([Example(id="0", article=chat, summary="", origin="chat")],
+                                          shipped.search_config(lm_weight=0.1))
+    assert texts[0].strip()
