@@ -16,7 +16,9 @@ Several label files may be given (the shipped model's and references' labels, an
 differently from v1, with v1's labels of the same dialogues beside its own ("v1 -> system").
 
     python benchmarks/studies/label_counts.py benchmarks/results/samsum/labels/{labels,levers}.jsonl \
-        --dialogues runs/labels/valid100.jsonl --changed-against v1
+        --dialogues runs/labels/valid100.jsonl --changed-against v1 --plot benchmarks/results/samsum/labels/levers.png
+
+``--plot`` draws each system's four counts, one panel per label.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def main() -> int:
                         help="only the dialogues of rows FIRST to END-1 (the label's row field)")
     parser.add_argument("--changed-against", metavar="SYSTEM",
                         help="also: per system, the dialogues where its summary differs from SYSTEM's, both labelled")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the counts per system and label to this file")
     parser.add_argument("--grammar", action="store_true",
                         help="also the grammar figure's agreement with 'ungrammatical' (needs link-grammar)")
     args = parser.parse_args()
@@ -100,10 +103,37 @@ def main() -> int:
         if args.grammar:
             line += cells(agreement(group, label="ungrammatical", flags=grammar_flags(group)))
         print(line)
+    if args.plot:
+        plot_counts(by_system, args.plot)
     if args.changed_against:
         print()
         print(changed_table(by_system, args.changed_against))
     return 0
+
+
+def plot_counts(by_system: dict[str, list[dict]], path: str) -> None:
+    """One panel per label: each system's share of summaries with it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = list(by_system)
+    fig, axes = plt.subplots(1, len(LABELS), figsize=(3.2 * len(LABELS), 0.32 * len(systems) + 1.2), sharey=True)
+    for ax, label in zip(axes, LABELS):
+        shares = [100 * sum(r[label] for r in by_system[s]) / len(by_system[s]) for s in systems]
+        ax.barh(range(len(systems)), shares, color=["#888" if s in ("v1", "reference") else "#4c72b0" for s in systems])
+        for y, v in enumerate(shares):
+            ax.text(v + 1, y, f"{v:.0f}", va="center", fontsize=8)
+        ax.set_title(label.replace("_", " "))
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("% of summaries")
+    axes[0].set_yticks(range(len(systems)), systems)
+    axes[0].invert_yaxis()
+    fig.suptitle("labels of 100 SAMSum validation summaries (rows 0-99)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def changed_table(by_system: dict[str, list[dict]], baseline: str) -> str:

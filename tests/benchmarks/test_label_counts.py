@@ -40,3 +40,11 @@ def test_the_changed_table_pairs_each_systems_differing_summaries_with_the_basel
     table = label_counts.changed_table(by_system, "v1").splitlines()
     assert len(table) == 3 and table[2].startswith("| lever | 1 of 2 |")
     assert table[2].split(" | ")[2:] == ["1 -> 0", "0 -> 0", "0 -> 0", "0 -> 1 |"]
+
+
+def test_the_plot_draws_one_panel_per_label(tmp_path):
+    rows = {"v1": [{"wrong_person": True, "unsupported": False, "ungrammatical": True, "signable": False}],
+            "lever": [{"wrong_person": False, "unsupported": False, "ungrammatical": False, "signable": True}]}
+    out = tmp_path / "labels.png"
+    label_counts.plot_counts(rows, str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
