@@ -33,12 +33,12 @@ from agentsum.data.attribution import Dialogue, check_sentence
 from agentsum.data.batch import Batch
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from agentsum.training.rewards import sentence_ends
+from agentsum.training.source_reading import SourceCache, candidate_words
 
 __all__ = ["AttributionReward"]
 
 #: dialogues kept read between steps (an epoch of SAMSum is 14,732 dialogues; a read one is small)
 CACHE_SIZE = 16384
-_NOT_A_DIALOGUE = object()
 
 
 class AttributionReward:
@@ -52,25 +52,14 @@ class AttributionReward:
         if weight < 0:
             raise ValueError(f"train.attribution_reward must be >= 0, got {weight}")
         self.vocab, self.weight, self.end_ids = vocab, weight, frozenset(end_ids)
-        self._dialogues: dict[str, object] = {}
+        self._dialogues = SourceCache(Dialogue.from_tokens, CACHE_SIZE)
 
     def dialogue(self, batch: Batch, b: int) -> Dialogue | None:
         """Document b's dialogue, read once per document id; None for a source that is not one."""
-        key = batch.ids[b] if b < len(batch.ids) and batch.ids[b] else None
-        found = self._dialogues.get(key) if key is not None else None
-        if found is None:
-            tokens = [t.lower() for agent in batch.src_tokens[b] for t in agent]
-            found = Dialogue.from_tokens(tokens) or _NOT_A_DIALOGUE
-            if key is not None:
-                if len(self._dialogues) >= CACHE_SIZE:
-                    self._dialogues.pop(next(iter(self._dialogues)))
-                self._dialogues[key] = found
-        return None if found is _NOT_A_DIALOGUE else found
+        return self._dialogues(batch, b)
 
     def words(self, ids: Sequence[int], batch: Batch, b: int) -> list[str]:
-        V = len(self.vocab)
-        oovs = batch.oov_words[b]
-        return [self.vocab.itos[i] if i < V else (oovs[i - V] if i - V < len(oovs) else "") for i in ids]
+        return candidate_words(ids, batch, b, self.vocab)
 
     def matrix(self, candidates: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, dict]:
         """(B, T) per-token rewards of ``candidates`` (extended ids, ending at EOS / PAD) and the

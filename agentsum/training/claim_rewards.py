@@ -39,6 +39,7 @@ from agentsum.data.figures import forward_looking, mention_agrees, period_mentio
 from agentsum.data.text import split_generated
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from agentsum.training.rewards import sentence_ends
+from agentsum.training.source_reading import SourceCache, candidate_words
 
 __all__ = ["ClaimReward", "sentence_claim_score"]
 
@@ -83,25 +84,14 @@ class ClaimReward:
         if weight < 0:
             raise ValueError(f"train.claim_reward must be >= 0, got {weight}")
         self.vocab, self.weight, self.end_ids = vocab, weight, frozenset(end_ids)
-        self._sources: dict[str, SourceClaims] = {}
+        self._sources = SourceCache(lambda tokens: SourceClaims(split_generated(tokens)), CACHE_SIZE)
 
     def source(self, batch: Batch, b: int) -> SourceClaims:
         """Document b's source, read once per document id (the agents' tokens, in order)."""
-        key = batch.ids[b] if b < len(batch.ids) and batch.ids[b] else None
-        found = self._sources.get(key) if key is not None else None
-        if found is None:
-            tokens = [t.lower() for agent in batch.src_tokens[b] for t in agent]
-            found = SourceClaims(split_generated(tokens))
-            if key is not None:
-                if len(self._sources) >= CACHE_SIZE:
-                    self._sources.pop(next(iter(self._sources)))
-                self._sources[key] = found
-        return found
+        return self._sources(batch, b)
 
     def words(self, ids: Sequence[int], batch: Batch, b: int) -> list[str]:
-        V = len(self.vocab)
-        oovs = batch.oov_words[b]
-        return [self.vocab.itos[i] if i < V else (oovs[i - V] if i - V < len(oovs) else "") for i in ids]
+        return candidate_words(ids, batch, b, self.vocab)
 
     def matrix(self, candidates: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, dict]:
         """(B, T) per-token rewards of ``candidates`` (extended ids, ending at EOS / PAD) and the

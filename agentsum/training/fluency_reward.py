@@ -38,6 +38,7 @@ from agentsum.data.batch import Batch
 from agentsum.data.vocab import EOS_ID, PAD_ID, Vocabulary
 from agentsum.models.summary_lm import UNK, NgramLM, document_summaries, participants, with_name_class
 from agentsum.training.rewards import sentence_ends
+from agentsum.training.source_reading import SourceCache, candidate_words
 
 __all__ = ["FluencyReward", "Fluency"]
 
@@ -102,7 +103,7 @@ class FluencyReward:
             raise ValueError(f"train.fluency_reward must be >= 0, got {weight}")
         self.vocab, self.weight, self.end_ids = vocab, weight, frozenset(end_ids)
         self.fluency, self.level = fluency, level
-        self._names: dict[str, frozenset[str]] = {}
+        self._names = SourceCache(lambda tokens: frozenset(participants(tokens)), CACHE_SIZE)
 
     @classmethod
     def fit(cls, vocab: Vocabulary, weight: float, end_ids: Collection[int], docs, order: int = 4) -> "FluencyReward":
@@ -119,20 +120,10 @@ class FluencyReward:
 
     def names(self, batch: Batch, b: int) -> frozenset[str]:
         """Document b's participants (none for a source that is not a dialogue), read once per id."""
-        key = batch.ids[b] if b < len(batch.ids) and batch.ids[b] else None
-        found = self._names.get(key) if key is not None else None
-        if found is None:
-            found = frozenset(participants([t.lower() for agent in batch.src_tokens[b] for t in agent]))
-            if key is not None:
-                if len(self._names) >= CACHE_SIZE:
-                    self._names.pop(next(iter(self._names)))
-                self._names[key] = found
-        return found
+        return self._names(batch, b)
 
     def words(self, ids: Sequence[int], batch: Batch, b: int) -> list[str]:
-        V = len(self.vocab)
-        oovs = batch.oov_words[b]
-        return [self.vocab.itos[i] if i < V else (oovs[i - V] if i - V < len(oovs) else "") for i in ids]
+        return candidate_words(ids, batch, b, self.vocab)
 
     def matrix(self, candidates: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, dict]:
         """(B, T) per-token rewards of ``candidates`` (extended ids, ending at EOS / PAD) and the
