@@ -143,14 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="int8: the file asks to be run in dynamic int8 on the CPU (its LSTM and linear layers are "
                         "quantized as it loads, from the 16-bit weights it holds; on a GPU it runs in float)")
     p = sub.add_parser("fit-lm", help="fit a model's summary language model (for --lm-weight) on training data",
-                       description="Fit a 4-gram Kneser-Ney language model of a corpus's reference summaries, read "
-                                   "as the checkpoint's data settings prepare them (lower-cased tokens, a dialogue's "
-                                   "participants as one <name> class), and write it beside the checkpoint as "
-                                   "NAME.lm.json.gz, where --lm-weight looks for it. Seconds for SAMSum's 14k "
-                                   "summaries.")
-    p.add_argument("--checkpoint", default=None, help="the model (default: the shipped dialogue model); the LM "
-                                                      "goes beside it unless --out is given")
-    p.add_argument("--model", dest="checkpoint", help="a shipped model by name (as --checkpoint NAME)")
+                       description="Fit an n-gram (default 4) Kneser-Ney language model of a corpus's reference "
+                                   "summaries, read as the checkpoint's data settings prepare them (lower-cased "
+                                   "tokens, a dialogue's participants as one <name> class), and write it beside the "
+                                   "checkpoint as NAME.lm.json.gz, where --lm-weight looks for it (about 25 s for "
+                                   "SAMSum's 14k summaries). A shipped model's LM is not replaced: give --out.")
+    p.add_argument("--checkpoint", required=True, help="the model (a .pt file, or a shipped model's name) whose data "
+                                                       "settings read the corpus; the LM goes beside it unless --out "
+                                                       "is given")
     add_data_options(p)
     p.add_argument("--order", type=int, default=4, help="n-gram order (default 4)")
     p.add_argument("--out", help="the file to write (default: NAME.lm.json.gz beside the checkpoint)")
@@ -583,7 +583,13 @@ def cmd_fit_lm(args) -> int:
 
     if args.order < 1:
         raise ConfigError(f"--order must be at least 1, got {args.order}")
+    from agentsum.checkpoint import SHIPPED_MODELS, shipped_path
+
     summarizer = Summarizer(args.checkpoint, device="cpu")
+    shipped = {shipped_path(name).resolve() for name in SHIPPED_MODELS}
+    if args.out is None and summarizer.checkpoint.resolve() in shipped:
+        raise ConfigError(f"{summarizer.checkpoint} is a shipped model: writing beside it would replace its summary "
+                          "language model; give --out (and copy your checkpoint beside that file to use it)")
     out = Path(args.out) if args.out else summarizer.summary_lm_path
     started = time.perf_counter()
     docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=log)

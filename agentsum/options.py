@@ -143,8 +143,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                         "someone who wrote none of its words wins (docs/model.md, 'Search')")
     g.add_argument("--lm-weight", type=float, metavar="W",
                    help="W > 0: rescore the beam with the model's summary language model (NAME.lm.json.gz beside "
-                        "the checkpoint, `agentsum fit-lm`): search score + W x its log-probability per token; the "
-                        "shipped dialogue model's is 0.1; 0: off")
+                        "the checkpoint, `agentsum fit-lm`): search score + W x its log-probability per token; 0.1 "
+                        "suits the shipped dialogue model (off by default); 0: off")
     g.add_argument("--no-unk-replace", action="store_true", help="keep <unk> instead of copying the most attended word")
     g.add_argument("--batch-size", type=int, default=16, help="documents decoded together (default 16)")
 

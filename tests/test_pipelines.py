@@ -106,3 +106,16 @@ def test_fit_lm_writes_the_lm_beside_the_checkpoint_and_lm_weight_reads_it(tiny_
     assert main(["summarize", "--checkpoint", str(checkpoint), str(article), "--beam", "3", "--lm-weight", "0.1",
                  "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "summaries.txt").read_text(encoding="utf-8").strip()
+
+
+def test_fit_lm_never_replaces_a_shipped_models_lm_unless_told_where(tmp_path, capsys, tiny_run):
+    from agentsum.cli import main
+    from agentsum.checkpoint import shipped_path
+
+    before = shipped_path("dialogue").with_name("samsum-en.lm.json.gz").read_bytes()
+    assert main(["fit-lm", "--checkpoint", "dialogue", "--data", tiny_run["train"]]) != 0
+    assert "give --out" in capsys.readouterr().err
+    assert shipped_path("dialogue").with_name("samsum-en.lm.json.gz").read_bytes() == before
+    out = tmp_path / "mine.lm.json.gz"
+    assert main(["fit-lm", "--checkpoint", "dialogue", "--data", tiny_run["train"], "--out", str(out)]) == 0
+    assert out.is_file()
