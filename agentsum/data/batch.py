@@ -80,6 +80,11 @@ class Batch:
             moved[f.name] = value.to(device) if isinstance(value, torch.Tensor) else value
         return Batch(**moved)
 
+    def source_tokens(self, b: int) -> list[str]:
+        """Document b's source tokens, its agents' in order, lower-cased (as the attribution, claim and
+        fluency readings take a source)."""
+        return [t.lower() for agent in self.src_tokens[b] for t in agent]
+
     def select(self, index: Sequence[int]) -> "Batch":
         """The sub-batch of the given documents (padding is kept, so shapes other than B do not change)."""
         idx = torch.as_tensor(list(index), dtype=torch.long)

@@ -35,31 +35,23 @@ from __future__ import annotations
 
 from agentsum.data.attribution import Dialogue, check_sentence
 from agentsum.data.batch import Batch
+from agentsum.data.text import split_generated
 from agentsum.data.vocab import Vocabulary
 from agentsum.decoding.copying import to_words
 from agentsum.models.summary_lm import NgramLM, with_name_class
 
-__all__ = ["SENTENCE_ENDS", "attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank"]
-
-#: Tokens that end a summary sentence, as :func:`agentsum.data.attribution.summary_sentences` cuts them.
-SENTENCE_ENDS = frozenset({".", "!", "?"})
+__all__ = ["attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank"]
 
 
 def dialogue_of(batch: Batch, b: int) -> Dialogue | None:
     """Document b's dialogue, read from its source tokens in agent order; None where it is not one."""
-    return Dialogue.from_tokens([t.lower() for agent in batch.src_tokens[b] for t in agent])
+    return Dialogue.from_tokens(batch.source_tokens(b))
 
 
 def misattributed_sentences(words: list[str], dialogue: Dialogue) -> int:
-    """How many sentences of a summary (its words, sentences cut after ``.``, ``!``, ``?``) are misattributed."""
-    count, current = 0, []
-    for w in (*[w.lower() for w in words], "."):
-        current.append(w)
-        if w in SENTENCE_ENDS:
-            if len(current) > 1 or w != ".":
-                count += check_sentence(current, dialogue) is False
-            current = []
-    return count
+    """How many sentences of a summary (its words, cut as :func:`agentsum.data.text.split_generated`
+    cuts generated tokens) are misattributed."""
+    return sum(check_sentence(s, dialogue) is False for s in split_generated([w.lower() for w in words]))
 
 
 def attribution_rerank(hyps, batch: Batch, vocab: Vocabulary, unk_replace: bool = True):

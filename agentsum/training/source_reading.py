@@ -28,7 +28,7 @@ class SourceCache(Generic[T]):
         key = batch.ids[b] if b < len(batch.ids) and batch.ids[b] else None
         if key is not None and key in self._kept:
             return self._kept[key]
-        found = self.read([t.lower() for agent in batch.src_tokens[b] for t in agent])
+        found = self.read(batch.source_tokens(b))
         if key is not None:
             if len(self._kept) >= self.size:
                 self._kept.pop(next(iter(self._kept)))
