@@ -106,10 +106,15 @@ class NgramLM:
             p = max(words.get(word, 0) - self.discount, 0) / total + self.discount * len(words) / total * p
         return p
 
+    def token_logprobs(self, tokens: Sequence[str]) -> list[float]:
+        """Natural-log probability of each token given the tokens before it (only the last order-1
+        are read, so each costs the same however long the summary); no ``</s>``."""
+        n = self.order - 1
+        return [math.log(self.prob(w, tokens[max(0, i - n):i])) for i, w in enumerate(tokens)]
+
     def logprob(self, tokens: Sequence[str]) -> float:
         """Natural-log probability of a whole summary, ``</s>`` included."""
-        tokens = list(tokens)
-        return sum(math.log(self.prob(w, tokens[:i])) for i, w in enumerate(tokens + [EOS]))
+        return sum(self.token_logprobs([*tokens, EOS]))
 
     # ------------------------------------------------------------------------------ storage
     def to_json(self) -> dict:

@@ -52,8 +52,7 @@ class Fluency:
     """SLOR of summary sentences under a summary LM and its unigram distribution."""
 
     def __init__(self, lm: NgramLM, unigram: dict[str, float]):
-        self.lm, self.unigram = lm, unigram
-        self._floor = min(unigram.values()) if unigram else math.log(1e-9)
+        self.lm, self.unigram = lm, unigram  # unigram: every word of lm.vocab, <unk> included
 
     @classmethod
     def fit(cls, summaries: Iterable[Sequence[str]], order: int = 4) -> "Fluency":
@@ -67,28 +66,18 @@ class Fluency:
 
     def slor(self, tokens: Sequence[str], start: int, end: int) -> float:
         """SLOR of ``tokens[start:end]`` read after ``tokens[:start]``; 0 for an empty span."""
-        if end <= start:
-            return 0.0
-        lm, uni = 0.0, 0.0
-        for i in range(start, end):
-            word = tokens[i] if tokens[i] in self.lm.vocab else UNK
-            lm += math.log(self.lm.prob(word, tokens[:i]))
-            uni += self.unigram.get(word, self._floor)
-        return (lm - uni) / (end - start)
+        return self.sentence_slors(tokens[:end], [start, end])[1]
 
     def sentence_slors(self, tokens: Sequence[str], ends: Sequence[int]) -> list[float]:
+        """SLOR of each sentence ``tokens[previous end:end]`` (``ends`` increasing, exclusive), every
+        token's log-probability computed once; 0 for an empty sentence."""
+        gain = [lm - self.unigram[t if t in self.unigram else UNK]
+                for t, lm in zip(tokens, self.lm.token_logprobs(tokens))]
         start, out = 0, []
         for end in ends:
-            out.append(self.slor(tokens, start, end))
+            out.append(sum(gain[start:end]) / (end - start) if end > start else 0.0)
             start = end
         return out
-
-
-def _sentence_spans(tokens: Sequence[str], end_words: Collection[str]) -> list[int]:
-    ends = [i + 1 for i, t in enumerate(tokens) if t in end_words]
-    if tokens and (not ends or ends[-1] != len(tokens)):
-        ends.append(len(tokens))
-    return ends
 
 
 class FluencyReward:
@@ -99,9 +88,7 @@ class FluencyReward:
     stat = "disfluent_share"
 
     def __init__(self, vocab: Vocabulary, weight: float, end_ids: Collection[int], fluency: Fluency, level: float):
-        if weight < 0:
-            raise ValueError(f"train.fluency_reward must be >= 0, got {weight}")
-        self.vocab, self.weight, self.end_ids = vocab, weight, frozenset(end_ids)
+        self.vocab, self.weight, self.end_ids = vocab, _checked(weight), frozenset(end_ids)
         self.fluency, self.level = fluency, level
         self._names = SourceCache(lambda tokens: frozenset(participants(tokens)), CACHE_SIZE)
 
@@ -109,13 +96,14 @@ class FluencyReward:
     def fit(cls, vocab: Vocabulary, weight: float, end_ids: Collection[int], docs, order: int = 4) -> "FluencyReward":
         """From a run's training documents (their summary tokens; a dialogue's participants as
         ``<name>``): the LM from all but every HELD_OUT-th summary, the level from those."""
+        _checked(weight)  # before the fit
         summaries = document_summaries(docs)
         if not summaries:
             raise ValueError("train.fluency_reward needs training summaries to fit its language model")
         held = summaries[::HELD_OUT]
         fluency = Fluency.fit([s for k, s in enumerate(summaries) if k % HELD_OUT] or summaries, order=order)
         end_words = {vocab.itos[i] for i in end_ids}
-        slors = [x for s in held for x in fluency.sentence_slors(s, _sentence_spans(s, end_words))]
+        slors = [x for s in held for x in fluency.sentence_slors(s, sentence_ends(s, end_words))]
         return cls(vocab, weight, end_ids, fluency, sum(slors) / len(slors))
 
     def names(self, batch: Batch, b: int) -> frozenset[str]:
@@ -137,9 +125,10 @@ class FluencyReward:
             if length == 0:
                 continue
             words = with_name_class([w.lower() for w in self.words(ids[:length], batch, b)], self.names(batch, b))
+            ends = sentence_ends(ids[:length], self.end_ids)
             start, last = 0, 0.0
-            for end in sentence_ends(ids[:length], self.end_ids):
-                gap = self.fluency.slor(words, start, end) - self.level
+            for end, slor in zip(ends, self.fluency.sentence_slors(words, ends)):
+                gap = slor - self.level
                 sentences += 1
                 disfluent += gap < 0
                 last = self.weight * min(0.0, gap)
@@ -153,3 +142,9 @@ class FluencyReward:
     def share(counts: dict) -> float:
         """Sentences below the level among a batch's sentences (0 when there were none)."""
         return counts["disfluent"] / counts["sentences"] if counts["sentences"] else 0.0
+
+
+def _checked(weight: float) -> float:
+    if weight < 0:
+        raise ValueError(f"train.fluency_reward must be >= 0, got {weight}")
+    return weight

@@ -340,8 +340,6 @@ def build_objective(train_config, vocab: Vocabulary, train_docs=None):
 
 
 def _fluency_reward(vocab: Vocabulary, weight: float, ends: list[int], train_docs) -> FluencyReward:
-    if weight < 0:
-        raise ValueError(f"train.fluency_reward must be >= 0, got {weight}")
     if train_docs is None:
         raise ValueError("train.fluency_reward fits its language model on the run's training summaries: "
                          "build_objective needs train_docs")

@@ -76,3 +76,11 @@ def test_a_checkpoints_lm_lives_beside_it_and_documents_give_their_summaries_wit
             Document("c", [chat], [], "")]
     assert document_summaries(docs) == [[NAME, "has", "to", "clean", "."], ["lisa", "is", "here", "."]]
     assert NgramLM.of_documents(docs, order=2).order == 2
+
+
+def test_each_tokens_log_probability_reads_only_the_last_order_minus_one_tokens():
+    lm = NgramLM.fit(SUMMARIES, order=3, min_count=1)
+    tokens = [NAME, "will", "meet", NAME, "at", "noon", ".", NAME, "is", "late", "."]
+    full = [math.log(lm.prob(w, tokens[:i])) for i, w in enumerate(tokens)]  # the whole prefix as context
+    assert lm.token_logprobs(tokens) == pytest.approx(full, rel=1e-12)
+    assert lm.logprob(tokens) == pytest.approx(sum(full) + math.log(lm.prob(EOS, tokens)), rel=1e-12)

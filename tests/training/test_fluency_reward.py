@@ -139,3 +139,16 @@ def test_a_run_with_the_fluency_reward_logs_the_disfluent_share(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     shares = [r["disfluent_share"] for r in records if "disfluent_share" in r]
     assert shares and all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_sentence_slor_is_lm_minus_unigram_log_probability_per_token():
+    summaries = [[NAME if w in NAMES else w for w in d.summary] for d in docs()]
+    fluency = Fluency.fit(summaries, order=3)
+    tokens = [NAME, "has", "to", "clean", "the", "house", ".", NAME, "will", "buy", "the", "milk", "."]
+    expected = []
+    for start, end in ((0, 7), (7, 13)):
+        lm = sum(math.log(fluency.lm.prob(tokens[i], tokens[:i])) for i in range(start, end))
+        uni = sum(fluency.unigram[t] for t in tokens[start:end])
+        expected.append((lm - uni) / (end - start))
+    assert fluency.sentence_slors(tokens, [7, 13]) == pytest.approx(expected, rel=1e-12)
+    assert fluency.sentence_slors(tokens, [7, 7, 13])[1] == 0.0  # an empty sentence
