@@ -80,6 +80,8 @@ class ClaimReward:
     q carries ``lambda * c_q``, EOS the last sentence's, padding 0 -- the layout of
     :func:`agentsum.training.rewards.sentence_reward_matrix`, so the two add up."""
 
+    stat = "claims_right_share"
+
     def __init__(self, vocab: Vocabulary, weight: float, end_ids: Collection[int]):
         if weight < 0:
             raise ValueError(f"train.claim_reward must be >= 0, got {weight}")
@@ -115,3 +117,9 @@ class ClaimReward:
             if length < T and ids[length] == EOS_ID:
                 out[b, length] = last
         return out.to(candidates.device), {"claims_right": right_total, "claims_wrong": wrong_total}
+
+    @staticmethod
+    def share(counts: dict) -> float:
+        """Right claims among a batch's right and wrong ones (0 when there were none)."""
+        right, wrong = counts["claims_right"], counts["claims_wrong"]
+        return right / (right + wrong) if right + wrong else 0.0

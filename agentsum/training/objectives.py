@@ -162,18 +162,18 @@ class SelfCritical:
                  coverage_weight: float = 0.0, decode_dropout: bool = False, label_smoothing: float = 0.0,
                  claim_reward: ClaimReward | None = None, attribution_reward: AttributionReward | None = None,
                  fluency_reward: FluencyReward | None = None):
-        if claim_reward is not None and not intermediate:
-            raise ValueError("train.claim_reward rewards each sentence's claims: it needs train.intermediate_rewards "
-                             "(eq 22)")
-        if attribution_reward is not None and not intermediate:
-            raise ValueError("train.attribution_reward penalises each misattributed sentence: it needs "
-                             "train.intermediate_rewards (eq 22)")
-        if fluency_reward is not None and not intermediate:
-            raise ValueError("train.fluency_reward penalises each disfluent sentence: it needs "
-                             "train.intermediate_rewards (eq 22)")
+        extras = {"claim_reward": claim_reward, "attribution_reward": attribution_reward,
+                  "fluency_reward": fluency_reward}
+        for key, extra in extras.items():
+            if extra is not None and not intermediate:
+                raise ValueError(f"train.{key} scores each sentence of a summary: it needs "
+                                 "train.intermediate_rewards (eq 22)")
         self.claim_reward = claim_reward
         self.attribution_reward = attribution_reward
         self.fluency_reward = fluency_reward
+        #: the rewards added to each sentence's ROUGE reward, each with its per-token ``matrix``, the
+        #: batch ``share`` it logs and that statistic's name (``stat``)
+        self.sentence_rewards = [extra for extra in extras.values() if extra is not None]
         self.gamma = gamma
         self.decode_dropout = decode_dropout
         self.intermediate = intermediate
@@ -199,22 +199,11 @@ class SelfCritical:
             sample_tok, r_sample = sentence_reward_matrix(sample, reference, self.end_ids, kind=self.reward)
             greedy_tok, r_greedy = sentence_reward_matrix(greedy, reference, self.end_ids, kind=self.reward)
             stats = {}
-            if self.claim_reward is not None:
-                sample_claims, counts = self.claim_reward.matrix(sample, batch)
-                greedy_claims, _ = self.claim_reward.matrix(greedy, batch)
-                sample_tok, greedy_tok = sample_tok + sample_claims, greedy_tok + greedy_claims
-                right, wrong = counts["claims_right"], counts["claims_wrong"]
-                stats["claims_right_share"] = torch.tensor(right / (right + wrong) if right + wrong else 0.0)
-            if self.attribution_reward is not None:
-                sample_attr, counts = self.attribution_reward.matrix(sample, batch)
-                greedy_attr, _ = self.attribution_reward.matrix(greedy, batch)
-                sample_tok, greedy_tok = sample_tok + sample_attr, greedy_tok + greedy_attr
-                stats["misattributed_share"] = torch.tensor(AttributionReward.share(counts))
-            if self.fluency_reward is not None:
-                sample_flu, counts = self.fluency_reward.matrix(sample, batch)
-                greedy_flu, _ = self.fluency_reward.matrix(greedy, batch)
-                sample_tok, greedy_tok = sample_tok + sample_flu, greedy_tok + greedy_flu
-                stats["disfluent_share"] = torch.tensor(FluencyReward.share(counts))
+            for extra in self.sentence_rewards:
+                sample_extra, counts = extra.matrix(sample, batch)
+                greedy_extra, _ = extra.matrix(greedy, batch)
+                sample_tok, greedy_tok = sample_tok + sample_extra, greedy_tok + greedy_extra
+                stats[extra.stat] = torch.tensor(extra.share(counts))
             baseline = sentence_baselines(sample, greedy, greedy_tok, self.end_ids)
             adv = (sample_tok - baseline) * (sample != PAD_ID)
             return adv, {"reward_sample": r_sample.mean(), "reward_greedy": r_greedy.mean(), **stats}
