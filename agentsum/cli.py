@@ -576,6 +576,7 @@ def cmd_export(args) -> int:
 def cmd_fit_lm(args) -> int:
     import time
 
+    from agentsum.checkpoint import SHIPPED_MODELS, shipped_path
     from agentsum.data.dataset import load_documents
     from agentsum.models.summary_lm import NgramLM
     from agentsum.summarizer import Summarizer
@@ -583,8 +584,6 @@ def cmd_fit_lm(args) -> int:
 
     if args.order < 1:
         raise ConfigError(f"--order must be at least 1, got {args.order}")
-    from agentsum.checkpoint import SHIPPED_MODELS, shipped_path
-
     summarizer = Summarizer(args.checkpoint, device="cpu")
     shipped = {shipped_path(name).resolve() for name in SHIPPED_MODELS}
     if args.out is None and summarizer.checkpoint.resolve() in shipped:

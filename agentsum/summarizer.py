@@ -29,6 +29,7 @@ Load -> prepare -> search -> words is written here once: ``agentsum summarize``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -104,7 +105,6 @@ class Summarizer:
     def _hold(self, model, vocab: Vocabulary, config: Config, metadata: dict) -> None:
         self.model, self.vocab, self.config, self.metadata = model, vocab, config, metadata
         self.language = text_processor(config.data)
-        self._summary_lm: NgramLM | None | bool = False  # False: not looked for yet
 
     @property
     def summary_lm_path(self) -> Path | None:
@@ -112,18 +112,21 @@ class Summarizer:
         checkpoint, ``NAME.lm.json.gz`` (``agentsum fit-lm`` writes it); None for a model in memory."""
         return lm_path(self.checkpoint) if self.checkpoint is not None else None
 
-    @property
+    @functools.cached_property
     def summary_lm(self) -> NgramLM | None:
         """The model's summary language model, read once when first asked for; None where there is none."""
-        if self._summary_lm is False:
-            path = self.summary_lm_path
-            self._summary_lm = NgramLM.load(path) if path is not None and path.is_file() else None
-        return self._summary_lm
+        path = self.summary_lm_path
+        return NgramLM.load(path) if path is not None and path.is_file() else None
+
+    def lacks_summary_lm(self, search_config: SearchConfig) -> bool:
+        """Whether ``search_config`` rescores its beam with a summary language model (``lm_weight`` > 0
+        and a beam of more than one: greedy search has no n-best to rescore) that this model does not have."""
+        return search_config.lm_weight > 0 and search_config.beam_size > 1 and self.summary_lm is None
 
     def check_search(self, search_config: SearchConfig) -> None:
         """A :class:`ConfigError` for settings this model cannot decode with: ``search.lm_weight``
         without a summary language model beside the checkpoint."""
-        if search_config.lm_weight > 0 and search_config.beam_size > 1 and self.summary_lm is None:
+        if self.lacks_summary_lm(search_config):
             where = self.summary_lm_path or "beside the checkpoint"
             raise ConfigError(f"search.lm_weight {search_config.lm_weight:g} needs a summary language model at "
                               f"{where}, which is missing; write one with `agentsum fit-lm --checkpoint "

@@ -75,7 +75,7 @@ class ServedModel:
             search = self.summarizer.search_config(**changes)
             check_vocabulary(self.summarizer.vocab, figure_grammar=search.figure_grammar,
                              source_periods=search.source_periods, numbers_in_context=search.numbers_in_context)
-            if search.lm_weight > 0 and self.summarizer.summary_lm is None:
+            if self.summarizer.lacks_summary_lm(search):
                 raise RequestError(422, f"invalid request: lm_weight {search.lm_weight:g} needs a summary language "
                                         "model, and this model has none (`agentsum fit-lm` writes one beside its "
                                         "checkpoint)")

@@ -700,8 +700,8 @@ def test_attribution_rerank_reaches_the_search_and_a_chat_is_summarized_with_it(
 
 
 def test_lm_weight_needs_a_summary_language_model_and_rescores_with_one(tiny_run, tmp_path):
-    """/v1/model says whether the model has a summary LM; lm_weight > 0 without one is a 422 naming
-    it and `agentsum fit-lm`; with one written beside the checkpoint, the request is summarized;
+    """/v1/model says whether the model has a summary LM; lm_weight > 0 with a beam and without one is
+    a 422 naming it and `agentsum fit-lm`; with one written beside the checkpoint, the request is summarized;
     lm_weight out of range or not a number is a 422."""
     import shutil
 
@@ -716,6 +716,8 @@ def test_lm_weight_needs_a_summary_language_model_and_rescores_with_one(tiny_run
         r = c.post("/v1/summarize", json={"text": text, "lm_weight": 0.1, "beam_size": 3})
         assert r.status_code == 422 and "lm_weight" in r.text and "agentsum fit-lm" in r.text, r.text
         assert c.post("/v1/summarize", json={"text": text, "lm_weight": 0}).status_code == 200
+        # greedy search has no n-best to rescore: as on the CLI, the weight is not refused there
+        assert c.post("/v1/summarize", json={"text": text, "lm_weight": 0.1, "beam_size": 1}).status_code == 200
         for bad in (-1, 11, "0.1", True):
             r = c.post("/v1/summarize", json={"text": text, "lm_weight": bad})
             assert r.status_code == 422 and "lm_weight" in r.text, (bad, r.text)
