@@ -19,11 +19,13 @@ from importlib import resources
 
 import yaml
 
+from agentsum.data.numerals import is_numeral
 from agentsum.data.text import tokenize
 
 __all__ = ["Lexicon", "lexicon", "Period", "Mention", "period_mentions", "forward_looking", "document_period",
            "mention_agrees", "FORWARD_WORDS", "DIRECTION_WORDS", "COMPARISON_WORDS", "QUARTER", "HALF",
-           "FULL_YEAR", "YEAR", "YEAR_RE", "ORDINALS"]
+           "FULL_YEAR", "YEAR", "YEAR_RE", "ORDINALS", "comparison_value", "sentence_periods", "summary_period",
+           "last_direction"]
 
 #: words that make a sentence forward-looking (guidance): its periods are judged as the future
 FORWARD_WORDS = frozenset("sees see expects expect expected expecting guidance guides guide guiding outlook "
@@ -249,3 +251,77 @@ def mention_agrees(mention: Mention, period: Period, forward: bool) -> bool | No
         return mention.value > half or (mention.value == half and period.quarter % 2 == 1) if forward \
             else mention.value == half
     return forward or period.quarter == 4  # the full year: guidance, or a fourth-quarter call's results
+
+
+# ------------------------------------------------------------------------------------ a number in its sentence
+
+#: words after a number that make it a comparison value (``$0.64 a year ago``)
+AGO_AFTER = (("a", "year", "ago"), ("year", "ago"), ("last", "year"), ("prior", "year"), ("year-ago",),
+             ("prior-year",), ("the", "prior", "year"), ("the", "year-ago"))
+#: words that, nearest before a number, make it the period's own value rather than a comparison
+VALUE_CUES = frozenset("to of was were is reached totaled totalled at by".split())
+#: a full-year source sentence
+FULL_YEAR_WORDS = frozenset({"full-year", "annual", "fy"})
+_WINDOW = 6  # tokens read before a number for its cue
+#: words that, nearest before a number in its sentence, make it the value compared with
+COMPARING = frozenset("from versus vs vs. since prior previous last against".split())
+
+
+def comparison_value(sentence: list[str], i: int) -> bool:
+    """The numeral at ``sentence[i]`` is stated as a comparison: the nearest cue before it in its
+    sentence (within a few tokens; a direction word, a value cue such as ``was`` or ``to``, or another
+    numeral ends the search) is a comparison word (``versus $0.64``, ``from $0.64``, ``compared to
+    $0.64``), or a year-ago phrase follows it before the next numeral or comparison word (``$0.64 a
+    year ago``). ``up 10% from last year`` and ``more than $1 billion`` are not comparisons."""
+    for j in range(i - 1, max(i - _WINDOW, -1), -1):
+        word = sentence[j]
+        if word == "to" and j > 0 and sentence[j - 1] in ("compared", "compares", "comparison"):
+            return True
+        if word in COMPARING:
+            return True
+        if word in VALUE_CUES or word in DIRECTION_WORDS or is_numeral(word):
+            break
+    after: list[str] = []
+    for word in sentence[i + 1:i + 7]:
+        if is_numeral(word) or word in COMPARING or word == "compared":
+            break
+        after.append(word)
+    following = tuple(after)
+    return any(following[k:k + len(p)] == p for p in AGO_AFTER for k in range(len(following)))
+
+
+def sentence_periods(sentence: list[str]) -> frozenset:
+    """The period tags of a source sentence: ``fy`` where it names the full year (``full year``,
+    ``fiscal year``, ``fiscal 2021``, ``full-year``, ``annual``, ``fy``), ``qK`` for each quarter it
+    names (comparisons included: the sentence is about that quarter too)."""
+    tags = set()
+    for m in period_mentions(sentence):
+        if m.kind == FULL_YEAR:
+            tags.add("fy")
+        elif m.kind == QUARTER:
+            tags.add(f"q{m.value}")
+    if not FULL_YEAR_WORDS.isdisjoint(sentence) or ("for", "the", "year") in zip(sentence, sentence[1:], sentence[2:]):
+        tags.add("fy")
+    return frozenset(tags)
+
+
+def last_direction(sentence: list[str]) -> int | None:
+    """The direction (+1 / -1) of the last direction word of a summary sentence so far, or None
+    (``up to`` is a bound, not a direction)."""
+    for k in range(len(sentence) - 1, -1, -1):
+        word = sentence[k]
+        if word in DIRECTION_WORDS and not (word == "up" and k + 1 < len(sentence) and sentence[k + 1] == "to"):
+            return DIRECTION_WORDS[word]
+    return None
+
+
+def summary_period(sentence: list[str]) -> str:
+    """What a summary sentence so far is about: ``fy``, ``qK`` (its last period mention), or
+    ``current`` where it names neither."""
+    period = "current"
+    for m in period_mentions(sentence):
+        if m.kind == FULL_YEAR:
+            period = "fy"
+        elif m.kind == QUARTER:
+            period = f"q{m.value}"
+    return period

@@ -55,8 +55,9 @@ import torch
 
 from agentsum.data.batch import Batch
 from agentsum.data.claims import direction_near
-from agentsum.data.figures import (DIRECTION_WORDS, FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS,
-                                   QUARTER, Mention, Period, document_period, lexicon, mention_agrees, period_mentions)
+from agentsum.data.figures import (FORWARD_WORDS, FULL_YEAR, HALF, ORDINALS, QUARTER, Mention, Period,
+                                   comparison_value, document_period, last_direction, lexicon,
+                                   mention_agrees, period_mentions, sentence_periods, summary_period)
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.text import SENTENCE_END, sentence_spans
 from agentsum.data.vocab import UNK_ID, Vocabulary
@@ -66,14 +67,6 @@ __all__ = ["ConstraintError", "ClaimConstraints", "check_vocabulary", "CURRENCY"
 NEG_INF = float("-inf")
 CURRENCY = frozenset({"$", "€", "£", "¥"})
 PERCENT_TOKENS = frozenset({"%", "percent", "pct"})
-#: words after a number that make it a comparison value (``$0.64 a year ago``)
-_AGO_AFTER = (("a", "year", "ago"), ("year", "ago"), ("last", "year"), ("prior", "year"), ("year-ago",),
-              ("prior-year",), ("the", "prior", "year"), ("the", "year-ago"))
-#: words that, nearest before a number, make it the period's own value rather than a comparison
-_VALUE_CUES = frozenset("to of was were is reached totaled totalled at by".split())
-#: a full-year source sentence
-_FULL_YEAR_WORDS = frozenset({"full-year", "annual", "fy"})
-_WINDOW = 6  # tokens read before a number for its cue
 
 
 class ConstraintError(ValueError):
@@ -113,33 +106,6 @@ def check_vocabulary(vocab: Vocabulary, *, figure_grammar: bool = False, source_
     if source_periods and not any(_period_token(w, "") is not None or w in _PAIR_WORDS for w in vocab.itos):
         raise ConstraintError("source_periods", "the model's vocabulary holds no period token (q1-q4, fy, "
                                                 "quarter ...), so it writes no period to constrain")
-
-
-#: words that, nearest before a number in its sentence, make it the value compared with
-_COMPARING = frozenset("from versus vs vs. since prior previous last against".split())
-
-
-def _comparison_value(sentence: list[str], i: int) -> bool:
-    """The numeral at ``sentence[i]`` is stated as a comparison: the nearest cue before it in its
-    sentence (within a few tokens; a direction word, a value cue such as ``was`` or ``to``, or another
-    numeral ends the search) is a comparison word (``versus $0.64``, ``from $0.64``, ``compared to
-    $0.64``), or a year-ago phrase follows it before the next numeral or comparison word (``$0.64 a
-    year ago``). ``up 10% from last year`` and ``more than $1 billion`` are not comparisons."""
-    for j in range(i - 1, max(i - _WINDOW, -1), -1):
-        word = sentence[j]
-        if word == "to" and j > 0 and sentence[j - 1] in ("compared", "compares", "comparison"):
-            return True
-        if word in _COMPARING:
-            return True
-        if word in _VALUE_CUES or word in DIRECTION_WORDS or is_numeral(word):
-            break
-    after: list[str] = []
-    for word in sentence[i + 1:i + 7]:
-        if is_numeral(word) or word in _COMPARING or word == "compared":
-            break
-        after.append(word)
-    following = tuple(after)
-    return any(following[k:k + len(p)] == p for p in _AGO_AFTER for k in range(len(following)))
 
 
 #: the word classes the constraints read, by mask name
@@ -324,9 +290,9 @@ class ClaimConstraints:
                 for start, end in sentence_spans(tokens):
                     sentence = [t.lower() for t in tokens[start:end]]
                     metrics = frozenset(lex.metrics_of(sentence))
-                    periods = _sentence_periods(sentence)
+                    periods = sentence_periods(sentence)
                     for i in range(start, end):
-                        if is_numeral(tokens[i]) and not _comparison_value(sentence, i - start):
+                        if is_numeral(tokens[i]) and not comparison_value(sentence, i - start):
                             direction = direction_near([t.lower() for t in sentence], i - start)
                             entries.append((a * S + i, metrics, periods, direction))
             self.context.append(entries)
@@ -361,7 +327,7 @@ class ClaimConstraints:
             reading = self._readings.get(tuple(sentence), False)  # the same prefix recurs across beams and steps
             if reading is False:
                 found = lex.find(sentence)
-                reading = (found[-1][2], _summary_period(sentence), _last_direction(sentence)) if found else None
+                reading = (found[-1][2], summary_period(sentence), last_direction(sentence)) if found else None
                 self._readings[tuple(sentence)] = reading
             if reading is None:
                 continue
@@ -492,38 +458,3 @@ def _sentences(tokens: list[str]) -> list[list[str]]:
     return [[t.lower() for t in tokens[s:e]] for s, e in sentence_spans(tokens)]
 
 
-def _sentence_periods(sentence: list[str]) -> frozenset:
-    """The period tags of a source sentence: ``fy`` where it names the full year (``full year``,
-    ``fiscal year``, ``fiscal 2021``, ``full-year``, ``annual``, ``fy``), ``qK`` for each quarter it
-    names (comparisons included: the sentence is about that quarter too)."""
-    tags = set()
-    for m in period_mentions(sentence):
-        if m.kind == FULL_YEAR:
-            tags.add("fy")
-        elif m.kind == QUARTER:
-            tags.add(f"q{m.value}")
-    if not _FULL_YEAR_WORDS.isdisjoint(sentence) or ("for", "the", "year") in zip(sentence, sentence[1:], sentence[2:]):
-        tags.add("fy")
-    return frozenset(tags)
-
-
-def _last_direction(sentence: list[str]) -> int | None:
-    """The direction (+1 / -1) of the last direction word of a summary sentence so far, or None
-    (``up to`` is a bound, not a direction)."""
-    for k in range(len(sentence) - 1, -1, -1):
-        word = sentence[k]
-        if word in DIRECTION_WORDS and not (word == "up" and k + 1 < len(sentence) and sentence[k + 1] == "to"):
-            return DIRECTION_WORDS[word]
-    return None
-
-
-def _summary_period(sentence: list[str]) -> str:
-    """What a summary sentence so far is about: ``fy``, ``qK`` (its last period mention), or
-    ``current`` where it names neither."""
-    period = "current"
-    for m in period_mentions(sentence):
-        if m.kind == FULL_YEAR:
-            period = "fy"
-        elif m.kind == QUARTER:
-            period = f"q{m.value}"
-    return period

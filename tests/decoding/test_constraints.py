@@ -238,10 +238,10 @@ def test_search_config_rejects_non_boolean_options():
     ("sales compared to $ 5 million .", "5", True),
 ])
 def test_a_comparison_value_is_read_within_its_sentence(sentence, number, comparison):
-    from agentsum.decoding.constraints import _comparison_value  # noqa: PLC2701 (the rule itself)
+    from agentsum.data.figures import comparison_value
 
     words = sentence.split()
-    assert _comparison_value(words, words.index(number)) is comparison
+    assert comparison_value(words, words.index(number)) is comparison
 
 
 def test_a_call_without_a_quarter_still_supplies_numbers_to_a_sentence_naming_one():
