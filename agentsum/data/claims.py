@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentsum.data.figures import DIRECTION_WORDS, YEAR_RE, Lexicon, document_period, lexicon
+from agentsum.data.figures import (DIRECTION_WORDS, YEAR_RE, Lexicon, Period, comparison_value, document_period,
+                                   forward_looking, lexicon, sentence_periods, summary_period)
 from agentsum.data.numbers import CURRENCY_SIGNS, PERCENT_WORDS, TENS_WORDS, UNIT_WORDS, Number, matches, read_numbers
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.text import split_sentences, tokenize
 
-__all__ = ["Claim", "SourceClaims", "sentence_claims", "numbers_with_positions", "malformed_figures", "direction_near"]
+__all__ = ["Claim", "SourceClaims", "sentence_claims", "numbers_with_positions", "malformed_figures", "direction_near",
+           "Statement", "read_statement", "statement_fits"]
 
 
 @dataclass
@@ -27,7 +29,11 @@ class Claim:
     ``estimate`` (an analysts' figure) or ``no_metric`` (none before it: ``in_source`` says whether
     the source holds it). ``sentences``: the source sentences holding the number beside the metric
     (in_context) or at all (elsewhere, no_metric). ``direction`` / ``source_direction``: +1, -1 or
-    None; ``direction_agrees``: None where either is missing."""
+    None; ``direction_agrees``: None where either is missing. ``strict``: for a number stated for a
+    metric (in_context, elsewhere, absent), whether one statement of it in the source is stated as
+    the summary states it (:func:`statement_fits`: that metric, its own number, not a comparison,
+    the same basis, change or level, direction and period); None for estimates and numbers with no
+    metric. ``strict_sentences``: the source sentences of those statements."""
 
     text: str
     at: int
@@ -37,6 +43,8 @@ class Claim:
     sentences: list[int] = field(default_factory=list)
     direction: int | None = None
     source_direction: int | None = None
+    strict: bool | None = None
+    strict_sentences: list[int] = field(default_factory=list)
 
     @property
     def direction_agrees(self) -> bool | None:
@@ -45,7 +53,7 @@ class Claim:
         return self.direction == self.source_direction
 
     def as_dict(self) -> dict:
-        return {"number": self.text, "metric": self.metric, "status": self.status,
+        return {"number": self.text, "metric": self.metric, "status": self.status, "strict": self.strict,
                 "direction": _direction_name(self.direction), "source_direction": _direction_name(self.source_direction)}
 
 
@@ -119,6 +127,7 @@ class SourceClaims:
     def __init__(self, sentences: Sequence[Sequence[str]], lex: Lexicon | None = None):
         self.lexicon = lex or lexicon()
         self.sentences = [list(s) for s in sentences]
+        self.found = [self.lexicon.find(s) for s in self.sentences]
         self.metrics = [self.lexicon.metrics_of(s) for s in self.sentences]
         self._by_value: dict = {}
         for k, tokens in enumerate(self.sentences):
@@ -160,8 +169,139 @@ def sentence_claims(tokens: Sequence[str], source: SourceClaims) -> list[Claim]:
                 source_direction = direction_near(source.sentences[k], at)
                 if source_direction is not None:
                     break
-        claims.append(Claim(number.text, i, metric, status, in_source, sentences, direction, source_direction))
+        strict, strict_sentences = None, []
+        if status in ("in_context", "elsewhere", "absent"):
+            stated = read_statement(tokens, i, lex, found, summary=True)
+            strict_sentences = sorted({k for k, at in holding
+                                       if statement_fits(stated, read_statement(source.sentences[k], at, lex,
+                                                                                source.found[k]), source.period)})
+            strict = bool(strict_sentences)
+        claims.append(Claim(number.text, i, metric, status, in_source, sentences, direction, source_direction,
+                            strict, strict_sentences))
     return claims
+
+
+# ------------------------------------------------------------------------------------ a number as it is stated
+
+#: words of a non-GAAP figure, and of a GAAP (reported) one
+_ADJUSTED_WORDS = frozenset("adjusted non-gaap excluding ex-items core underlying comparable pro-forma".split())
+_GAAP_WORDS = frozenset("gaap reported".split())
+#: words that, after a number with no metric before it, lead to the metric it measures (``$500 million
+#: of free cash flow``, ``$3.7 billion in new business``)
+_TO_METRIC = frozenset("of in % percent million billion thousand total adjusted gaap non-gaap diluted".split())
+#: spans a period tag of its own: the year to date and halves (``for the nine-month period``)
+_YEAR_TO_DATE = (("nine", "months"), ("nine-month",), ("six", "months"), ("six-month",), ("year-to-date",),
+                 ("ytd",), ("first", "half"), ("second", "half"), ("year", "to", "date"))
+#: forward-looking words beside those of :data:`agentsum.data.figures.FORWARD_WORDS`, as a call says them
+_PROJECTING = frozenset("projecting project expects anticipating plan planning".split())
+#: words of a change against the previous quarter, not the year before
+_SEQUENTIAL = frozenset("sequential sequentially quarter-over-quarter q/q".split())
+
+
+@dataclass(frozen=True)
+class Statement:
+    """How one number is stated in its sentence (a summary's or a source's): the ``metric`` it
+    measures, its ``basis`` (``adjusted``, ``gaap`` or None), whether it is a ``change`` of the metric
+    (``up 7%``, ``an improvement of $0.08``) rather than its level, its ``direction`` (+1 / -1 / None),
+    the sentence's ``periods`` (``fy``, ``qK``, ``ytd``) and whether the sentence is ``forward``
+    looking, and whether the number is a ``comparison`` value (``compared to $0.64 a year ago``). A
+    change is ``sequential`` where the sentence says so (``up 8% sequentially``)."""
+
+    metric: str | None
+    basis: str | None
+    change: bool
+    sequential: bool
+    direction: int | None
+    periods: frozenset
+    forward: bool
+    comparison: bool
+    summary_period: str | None = None  # a summary sentence's own period (fy, qK, current)
+
+
+def _basis(tokens: Sequence[str]) -> str | None:
+    words = set(tokens)
+    if not _ADJUSTED_WORDS.isdisjoint(words) or any(a == "non" and b in ("-", "gaap") for a, b in zip(tokens, tokens[1:])):
+        return "adjusted"
+    return "gaap" if not _GAAP_WORDS.isdisjoint(words) else None
+
+
+def _year_to_date(tokens: Sequence[str]) -> bool:
+    return any(tuple(tokens[k:k + len(p)]) == p for p in _YEAR_TO_DATE for k in range(len(tokens)))
+
+
+def read_statement(tokens: Sequence[str], i: int, lex: Lexicon, found: list[tuple[int, int, str]] | None = None,
+                   summary: bool = False) -> Statement:
+    """How the number at ``tokens[i]`` is stated, read alike in a summary and a source sentence.
+
+    The metric is the nearest metric phrase before the number (EPS where ``per share`` follows it after
+    no metric or a generic earnings word), as the claim figures read it; in a source sentence, a phrase
+    right after the number (only units, ``of`` or ``in`` between: ``$500 million of free cash flow``)
+    comes first, because a call says a figure both ways. The basis and the change are read between
+    that metric phrase (and the three words before it) and the number; a change is a direction word
+    there, unless ``to`` comes right before the number (``rose 7% to $1.8 billion``: the 7% is a
+    change, the $1.8 billion a level). The periods are :func:`agentsum.data.figures.sentence_periods`
+    plus ``ytd`` for the year to date and halves. The sentence looks forward where a forward-looking
+    word comes before the number (``we expect sales to be up 8%``), not after it (``EPS of $0.57
+    exceeded the midpoint of guidance``)."""
+    found = lex.find(tokens) if found is None else found
+    metric, estimate = _summary_metric(tokens, i, found, lex)
+    before = [f for f in found if f[1] <= i]
+    start, end = (before[-1][0], before[-1][1]) if before else (i, i)
+    if not summary:
+        after = [f for f in found if i < f[0] <= i + 5 and _TO_METRIC.issuperset(tokens[i + 1:f[0]])]
+        if after:
+            metric, start, end = after[0][2], after[0][0], after[0][0]
+    between = list(tokens[end:i])
+    cue = tokens[i - 2] if i >= 2 and tokens[i - 1] in ("$", "€", "£", "¥") else (tokens[i - 1] if i else "")
+    change = any(w in DIRECTION_WORDS for w in between) and cue != "to"
+    if not change and i + 1 < len(tokens) and tokens[i + 1] in ("%", "percent") and any(
+            w in DIRECTION_WORDS for w in tokens[max(i - 3, 0):i]):
+        change = True  # "up 7%" with the metric after the number
+    basis = _basis(tokens[max(start - 3, 0):i + 1])
+    periods = sentence_periods(list(tokens)) | ({"ytd"} if _year_to_date(tokens) else frozenset())
+    forward = forward_looking(tokens[:i]) or not _PROJECTING.isdisjoint(tokens[:i])
+    sequential = change and not _SEQUENTIAL.isdisjoint(tokens)
+    return Statement(metric, basis, change, sequential, direction_near(tokens, i), frozenset(periods), forward,
+                     comparison_value(list(tokens), i), summary_period(list(tokens)) if summary else None)
+
+
+def statement_fits(claim: Statement, source: Statement, reported: Period | None) -> bool:
+    """Whether a source statement of a number (``source``) states it as the summary does (``claim``):
+
+    * the same metric, and the number is the source's own value, not a comparison;
+    * the same basis where both name one (GAAP EPS given as non-GAAP is wrong);
+    * a change for a change, a level for a level (an EPS improvement of $0.08 is not EPS of $0.08),
+      and a sequential change only for one the summary calls sequential;
+    * the same direction where both state one;
+    * guidance for guidance, results for results (the source sentence looks forward as the summary
+      sentence does);
+    * the summary sentence's period: the full year from a sentence that names it (or, for guidance,
+      a year); a quarter from a sentence that names it, or names no period in a call reporting that
+      quarter; a sentence that names no period from one that names none, or names the reported
+      quarter. A year-to-date or half-year sentence supplies no quarter's figure.
+
+    Stricter than the ``numbers_in_context`` constraint of search, which reads the metrics of the
+    whole source sentence (any of them), not the one stated for the number."""
+    if source.comparison or claim.metric is None or source.metric != claim.metric:
+        return False
+    if claim.basis is not None and source.basis is not None and claim.basis != source.basis:
+        return False
+    if claim.change != source.change or claim.sequential != source.sequential:
+        return False
+    if claim.direction is not None and source.direction is not None and claim.direction != source.direction:
+        return False
+    if claim.forward != source.forward:
+        return False
+    period, tags = claim.summary_period or "current", source.periods
+    quarters = {t for t in tags if t.startswith("q")}
+    if period == "fy":
+        return "fy" in tags or (claim.forward and not quarters and "ytd" not in tags)
+    if "ytd" in tags and "fy" not in tags and not quarters:
+        return False
+    if period.startswith("q"):
+        return period in quarters or (not quarters and "fy" not in tags
+                                      and (reported is None or period == f"q{reported.quarter}"))
+    return (not quarters and "fy" not in tags) or (reported is not None and f"q{reported.quarter}" in quarters)
 
 
 # ------------------------------------------------------------------------------------ malformed figures

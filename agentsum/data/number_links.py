@@ -13,12 +13,14 @@ Each number also says what it is claimed for (:mod:`agentsum.data.claims`): its 
 (the nearest metric phrase before it in its summary sentence, or None) and its ``claim``, one of
 three marks a reader checks first:
 
-* ``in_context``: in the source, stated for this metric: a source sentence holds the number and
-  the metric (``context_occurrences``: the number's positions in those sentences). A number with
-  no metric before it that the source holds is ``in_context`` with ``metric`` None: it is in the
-  source, and nothing more is claimed;
-* ``elsewhere``: in the source, but never beside this metric (stated for something else), or given
-  as an analysts' estimate;
+* ``in_context``: in the source, stated as the summary states it: a source statement of the number
+  is for this metric, as its own value (not a comparison), with the summary's basis, change or
+  level, direction and period (the strict test, :func:`agentsum.data.claims.statement_fits`;
+  ``context_occurrences``: the number's positions in those sentences). A number with no metric
+  before it that the source holds is ``in_context`` with ``metric`` None: it is in the source, and
+  nothing more is claimed;
+* ``elsewhere``: in the source, but never stated so (for another metric or period, as last year's
+  value, GAAP for adjusted ...), or given as an analysts' estimate;
 * ``absent``: not in the source.
 
 Sentences are read from the token lists: a summary sentence ends at ``.``, ``!`` or ``?``, and so
@@ -93,15 +95,16 @@ def _add_claims(links: dict[int, dict], summary: Sequence[str], source: Sequence
             link = links.get(start + claim.at)
             if link is None:
                 continue
-            if claim.status in ("in_context", "no_metric") and claim.in_source:
+            if claim.in_source and (claim.strict or claim.status == "no_metric"):
                 mark = "in_context"
             else:
                 mark = "elsewhere" if claim.in_source else "absent"
             context = []
             if mark == "in_context":
                 numbers = numbers_at(summary, start + claim.at)
+                sentences = claim.strict_sentences if claim.strict else claim.sentences
                 context = sorted({source_starts[k] + at for n in numbers for k, at in claims_source.holding(n)
-                                  if k in claim.sentences})
+                                  if k in sentences})
             if link.get("read") and _RANK[link["claim"]] < _RANK[mark]:
                 continue  # a range (3-5 %) keeps the worse mark of its two ends
             link.update(claim=mark, metric=claim.metric, context_occurrences=context, read=True)

@@ -3,7 +3,7 @@ right direction, and is it written as a figure at all?
 
 "The number occurs in the source" (:mod:`agentsum.evaluation.numbers`) is a weak test for earnings
 calls, which hold hundreds of numbers. A claim is right when the source states that number for that
-metric, that period and that direction. Four figures read what a summary claims (``agentsum
+metric, that period and that direction. Five figures read what a summary claims (``agentsum
 evaluate``, ``lead3`` and ``extract`` report them for English beside ROUGE and the numbers figures):
 
 * **period agreement**: the share of the summary's period mentions that match the document's own
@@ -34,6 +34,18 @@ evaluate``, ``lead3`` and ``extract`` report them for English beside ROUGE and t
   estimate of $880 million``) and numbers with no metric before them are counted apart
   (``numbers_estimates``, ``numbers_no_metric``). A number the source lacks counts as out of
   context. Years, bare one-digit numbers (``5``) and numbers written in words are not claims here.
+* **numbers stated so** (``numbers_stated_so``; the strict test of numbers in context): the share of
+  the summary's numbers stated for a metric for which one statement of the number in the source
+  states it as the summary does (:func:`agentsum.data.claims.statement_fits`): the metric read at the
+  number, not anywhere in its sentence (``revenue of $3.7 billion and EBITDA of $830 million``
+  states $830 million for EBITDA only), the number the source's own value and not a comparison
+  (``from $0.64 to $0.31``), GAAP for GAAP and adjusted for adjusted where both say, a change for a
+  change (an EPS improvement of $0.08 is not EPS of $0.08), the same direction, guidance for
+  guidance (``we expect adjusted EPS of $2.70`` is not the quarter's EPS), and the summary
+  sentence's period (a full-year or year-to-date figure is not the quarter's). It is the lexical
+  test made to see what a reader of ``benchmarks/results/ectsum/handread_v2.md`` found wrong: on
+  those 39 figures (of which 16 right) it passes the 16 right and 7 of the 23 wrong ones, where
+  the lexical test passes 37. Written against those figures, so that agreement is an upper bound.
 * **direction agreement**: of the summary's numbers with a direction word in their sentence
   (``rose`` / ``up`` / ``increased`` against ``fell`` / ``down`` / ``decreased``; the one nearest
   the number, ties to the word before), the share whose source sentence holding the number (one
@@ -75,6 +87,7 @@ class ClaimCounts:
     period_undetected: int = 0  # documents whose period the source does not name
     numbers: int = 0  # numbers stated for a metric (not estimates)
     in_context: int = 0
+    stated_so: int = 0  # numbers stated for a metric that a source statement states so (the strict test)
     elsewhere: int = 0
     absent: int = 0
     estimates: int = 0
@@ -129,6 +142,7 @@ def document_claims(summary: str, source: str | SourceClaims, reference: str | N
         else:
             counts.numbers += 1
             counts.in_context += claim.status == "in_context"
+            counts.stated_so += bool(claim.strict)
             counts.elsewhere += claim.status == "elsewhere"
             counts.absent += claim.status == "absent"
         if claim.direction is not None and claim.in_source:
@@ -144,12 +158,13 @@ def document_claims(summary: str, source: str | SourceClaims, reference: str | N
 
 def claim_row(counts: ClaimCounts, period: Period | None, claims: Sequence[Claim], mentions: list[dict],
               malformed: list[str]) -> dict:
-    """One document's claim fields for predictions.jsonl: the detected ``period``, the four figures
+    """One document's claim fields for predictions.jsonl: the detected ``period``, the five figures
     (percent, None where nothing was counted) and what they were read from."""
     return {
         "period": str(period) if period else None,
         "period_agreement": percent(counts.period_agree, counts.period_mentions),
         "numbers_in_metric_context": percent(counts.in_context, counts.numbers),
+        "numbers_stated_so": percent(counts.stated_so, counts.numbers),
         "direction_agreement": percent(counts.direction_agree, counts.direction_claims),
         "malformed_figures": malformed,
         "claims": [c.as_dict() for c in claims],
@@ -180,6 +195,7 @@ def claim_figures(total: ClaimCounts) -> dict:
         "period_mentions": total.period_mentions,
         "period_undetected": total.period_undetected,
         "numbers_in_metric_context": percent(total.in_context, total.numbers),
+        "numbers_stated_so": percent(total.stated_so, total.numbers),
         "numbers_elsewhere": percent(total.elsewhere, total.numbers),
         "numbers_absent": percent(total.absent, total.numbers),
         "numbers_with_metric": total.numbers,
@@ -197,6 +213,7 @@ def format_claims(scores: dict) -> str:
     return (f"claims: period agreement {show_percent(scores['period_agreement'])} of {scores['period_mentions']} mentions "
             f"({scores['period_undetected']} documents without a detected period); numbers in context "
             f"{show_percent(scores['numbers_in_metric_context'])} of {scores['numbers_with_metric']} "
-            f"({scores['numbers_estimates']} estimates, {scores['numbers_no_metric']} with no metric apart); "
+            f"({scores['numbers_estimates']} estimates, {scores['numbers_no_metric']} with no metric apart), "
+            f"stated so (the strict test) {show_percent(scores['numbers_stated_so'])}; "
             f"direction agreement {show_percent(scores['direction_agreement'])} of {scores['direction_claims']}; "
             f"malformed figures in {show_percent(scores['malformed_figures'])} of summaries")

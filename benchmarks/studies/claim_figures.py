@@ -37,7 +37,8 @@ _QUARTER_ID = re.compile(r"_q([1-4])_(\d{4})$")
 
 COLUMNS = [("ROUGE-1", "rouge1"), ("numbers supported", "numbers_supported"),
            ("period agreement", "period_agreement"), ("vs reference's period", "period_agreement_reference"),
-           ("numbers in context", "numbers_in_metric_context"), ("elsewhere", "numbers_elsewhere"),
+           ("numbers in context", "numbers_in_metric_context"), ("stated so (strict)", "numbers_stated_so"),
+           ("elsewhere", "numbers_elsewhere"),
            ("absent", "numbers_absent"), ("direction agreement", "direction_agreement"),
            ("malformed figures", "malformed_figures")]
 COUNTS = [("period mentions", "period_mentions"), ("numbers with a metric", "numbers_with_metric"),

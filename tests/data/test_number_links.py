@@ -75,3 +75,17 @@ def test_a_range_keeps_the_worse_mark_of_its_two_ends():
     summary = tokenize("Sales rose 3-5%.")
     (link,) = number_links(summary, source).values()
     assert link["claim"] == "elsewhere"  # 5% is stated for sales, 3% is not
+
+
+def test_a_number_stated_for_the_other_metric_of_its_sentence_is_marked_elsewhere():
+    """The mark reads the metric stated at the number, not every metric of its sentence; and a number
+    stated as last year's value is not this quarter's: both are "in the call, stated for something else"."""
+    source = tokenize("In the fourth quarter, revenue was $3.7 billion and adjusted EBITDA was $830 million. "
+                      "Adjusted EBITDA was $830 million again in the plan. EPS fell from $0.64 to $0.31.")
+    summary = tokenize("Q4 revenue $830 million. Q4 adjusted ebitda $830 million. Q4 eps $0.64. Q4 eps $0.31.")
+    marks = [link for _, link in sorted(number_links(summary, source).items())]
+    assert [m["claim"] for m in marks] == ["elsewhere", "in_context", "elsewhere", "in_context"]
+    first = [j for j, t in enumerate(source) if t == "830"][0]
+    # EBITDA's $830 million: both statements are for EBITDA, and the context lists them
+    assert marks[1]["context_occurrences"] == [j for j, t in enumerate(source) if t == "830"]
+    assert marks[0]["context_occurrences"] == [] and first in marks[0]["occurrences"]

@@ -188,6 +188,77 @@ def test_malformed_figures(summary, bad):
     assert bool(malformed_figures(tokens(summary))) is bad
 
 
+# ------------------------------------------------------------------------------------ numbers stated so (strict)
+
+Q4 = "We are pleased with our fourth quarter results. "
+Q1 = "We are pleased with our first quarter results. "
+
+
+@pytest.mark.parametrize("source, summary, lexical, strict", [
+    # two metrics in one source sentence: the number is stated for the one read at it
+    (Q4 + "Revenue was $3.7 billion and adjusted EBITDA was $830 million.", "q4 revenue $830 million.",
+     "in_context", False),
+    (Q4 + "Revenue was $3.7 billion and adjusted EBITDA was $830 million.", "q4 adjusted ebitda $830 million.",
+     "in_context", True),
+    # the metric after the number
+    (Q4 + "We generated $500 million of free cash flow as revenue rose 5%.", "q4 free cash flow of $500 million.",
+     "in_context", True),
+    (Q4 + "We generated $500 million of free cash flow as revenue rose 5%.", "q4 revenue of $500 million.",
+     "in_context", False),
+    # last year's value is a comparison
+    (Q1 + "Adjusted EPS decreased 52% from $0.64 per share to $0.31 per share.", "q1 adjusted eps $0.64.",
+     "in_context", False),
+    (Q1 + "Adjusted EPS decreased 52% from $0.64 per share to $0.31 per share.", "q1 adjusted eps $0.31.",
+     "in_context", True),
+    # GAAP given as non-GAAP; a summary that names no basis is not judged on it
+    (Q1 + "GAAP earnings per share of $1.41 compared to $1.12 in the year ago quarter.",
+     "q1 non-gaap earnings per share of $1.41.", "in_context", False),
+    (Q1 + "GAAP earnings per share of $1.41 compared to $1.12 in the year ago quarter.",
+     "q1 earnings per share of $1.41.", "in_context", True),
+    # a change is not a level
+    (Q1 + "We reported an earnings per share improvement of $0.08.", "q1 earnings per share of $0.08.",
+     "in_context", False),
+    (Q1 + "Revenue rose 7% to $1.8 billion.", "q1 revenue rose 7 percent to $1.8 billion.", "in_context", True),
+    (Q1 + "Revenue rose 7% to $1.8 billion.", "q1 revenue of $1.8 billion.", "in_context", True),
+    (Q1 + "Revenue rose 7% to $1.8 billion.", "q1 revenue of 7 percent.", "in_context", False),
+    # guidance is not a result, and a guidance word after the number does not make it guidance
+    (Q4 + "Our full-year 2021 adjusted earnings per share guidance is $2.70 to $2.90 per share.",
+     "q4 adjusted earnings per share $2.70.", "in_context", False),
+    (Q4 + "Our full-year 2021 adjusted earnings per share guidance is $2.70 to $2.90 per share.",
+     "sees fy adjusted earnings per share $2.70.", "in_context", True),
+    (Q4 + "Fourth quarter FFO per share of $0.57 exceeded the midpoint of guidance.", "q4 ffo per share of $0.57.",
+     "in_context", True),
+    # the period: the full year and the year to date are not the quarter
+    (Q4 + "For the full year, revenue was $12.1 billion.", "q4 revenue $12.1 billion.", "in_context", False),
+    (Q4 + "For the full year, revenue was $12.1 billion.", "fy revenue $12.1 billion.", "in_context", True),
+    (Q4 + "For the nine-month period, FFO per share grew 10%.", "qtrly ffo per share rose 10%.", "in_context", False),
+    # a sequential change only for a sequential claim; the direction the source states
+    (Q4 + "Fourth quarter net sales were up 8% sequentially.", "q4 sales rose 8 percent.", "in_context", False),
+    (Q4 + "Fourth quarter net sales were up 8% sequentially.", "q4 sales rose 8 percent sequentially.",
+     "in_context", True),
+    (Q4 + "Revenues in the quarter were $3.7 billion, down $368 million.", "revenues of $3.7 billion, up 5%.",
+     "in_context", False),
+    # a number the source lacks, or states only for another metric, is never stated so
+    (Q4 + "Revenue was $3.7 billion.", "q4 revenue $3.9 billion.", "absent", False),
+    (Q4 + "Net debt was $112.1 million.", "q4 revenue $112.1 million.", "elsewhere", False),
+])
+def test_numbers_stated_so_tell_apart_what_the_lexical_test_passes(source, summary, lexical, strict):
+    claim = sentence_claims(tokens(summary), SourceClaims.from_text(source))[0]  # the summary's first number
+    assert claim.status == lexical
+    assert claim.strict is strict
+
+
+def test_numbers_stated_so_are_counted_among_the_numbers_with_a_metric():
+    source = Q4 + "Revenue was $3.7 billion and adjusted EBITDA was $830 million."
+    counts, row = document_claims("q4 revenue $3.7 billion. q4 revenue $830 million. "
+                                  "versus refinitiv ibes estimate of $830 million.", source)
+    assert (counts.numbers, counts.in_context, counts.stated_so, counts.estimates) == (2, 2, 1, 1)
+    assert row["numbers_stated_so"] == 50.0 and row["numbers_in_metric_context"] == 100.0
+    assert [c["strict"] for c in row["claims"]] == [True, False, None]
+    figures, _ = claim_scores(["q4 revenue $830 million."], [source])
+    assert figures["numbers_stated_so"] == 0.0 and figures["numbers_in_metric_context"] == 100.0
+
+
 # ------------------------------------------------------------------------------------ documents and corpora
 
 def test_document_figures_for_the_issue_example():
