@@ -163,13 +163,14 @@ class NumberLink(BaseModel):
     supported: bool = Field(description="every number this word states is stated in the source")
     occurrences: list[int] = Field(description="source token positions (as `source`) stating a matching number")
     claim: Literal["in_context", "elsewhere", "absent"] = Field(description=(
-        "in_context: a source sentence states the number for the metric the summary gives it (with no metric, "
-        "just in the source); elsewhere: in the source, but stated for something else (or as an analysts' "
+        "in_context: the source states the number as the summary does: for its metric, as its own value (not a "
+        "comparison), with its basis, change or level, direction and period (with no metric, just in the source); "
+        "elsewhere: in the source, but stated for something else (another metric or period, or as an analysts' "
         "estimate); absent: not in the source"))
     metric: str | None = Field(None, description="the metric the summary states the number for (e.g. eps); null "
                                                  "when its sentence names none")
     context_occurrences: list[int] = Field(default_factory=list, description=(
-        "source token positions (as `source`) of the number inside sentences that state its metric"))
+        "source token positions (as `source`) of the number inside the sentences that state it so"))
 
 
 class ProvenanceWord(BaseModel):

@@ -488,7 +488,7 @@
       return item;
     };
     legend.append(el("span", "muted", "Numbers: "),
-      key("in_context", `in ${where}, stated for the metric the summary gives it (or in ${where}, where it names none)`),
+      key("in_context", `in ${where}, stated for the metric and period the summary gives it (or in ${where}, where it names none)`),
       key("elsewhere", `in ${where}, but stated for something else`),
       key("absent", `not in ${where}`),
       el("span", "muted", " · click one to see the sentence"));
