@@ -134,10 +134,18 @@ class SourceClaims:
             for at, number in numbers_with_positions(tokens):
                 self._by_value.setdefault(number.value, []).append((k, at, number))
         self.period = document_period(self.sentences)
+        self._statements: dict[tuple[int, int], Statement] = {}
 
     @classmethod
     def from_text(cls, text: str, lex: Lexicon | None = None) -> SourceClaims:
         return cls([tokenize(s) for s in split_sentences(text)], lex)
+
+    def statement(self, k: int, at: int) -> Statement:
+        """How sentence ``k`` states its number at token ``at`` (:func:`read_statement`), read once."""
+        key = (k, at)
+        if key not in self._statements:
+            self._statements[key] = read_statement(self.sentences[k], at, self.lexicon, self.found[k])
+        return self._statements[key]
 
     def holding(self, number: Number) -> list[tuple[int, int]]:
         """(sentence, token index) of every statement of a number matching ``number``."""
@@ -173,8 +181,7 @@ def sentence_claims(tokens: Sequence[str], source: SourceClaims) -> list[Claim]:
         if status in ("in_context", "elsewhere", "absent"):
             stated = read_statement(tokens, i, lex, found, summary=True)
             strict_sentences = sorted({k for k, at in holding
-                                       if statement_fits(stated, read_statement(source.sentences[k], at, lex,
-                                                                                source.found[k]), source.period)})
+                                       if statement_fits(stated, source.statement(k, at), source.period)})
             strict = bool(strict_sentences)
         claims.append(Claim(number.text, i, metric, status, in_source, sentences, direction, source_direction,
                             strict, strict_sentences))
@@ -193,7 +200,7 @@ _TO_METRIC = frozenset("of in % percent million billion thousand total adjusted 
 _YEAR_TO_DATE = (("nine", "months"), ("nine-month",), ("six", "months"), ("six-month",), ("year-to-date",),
                  ("ytd",), ("first", "half"), ("second", "half"), ("year", "to", "date"))
 #: forward-looking words beside those of :data:`agentsum.data.figures.FORWARD_WORDS`, as a call says them
-_PROJECTING = frozenset("projecting project expects anticipating plan planning".split())
+_PROJECTING = frozenset("projecting project anticipating plan planning".split())
 #: words of a change against the previous quarter, not the year before
 _SEQUENTIAL = frozenset("sequential sequentially quarter-over-quarter q/q".split())
 
@@ -244,7 +251,7 @@ def read_statement(tokens: Sequence[str], i: int, lex: Lexicon, found: list[tupl
     word comes before the number (``we expect sales to be up 8%``), not after it (``EPS of $0.57
     exceeded the midpoint of guidance``)."""
     found = lex.find(tokens) if found is None else found
-    metric, estimate = _summary_metric(tokens, i, found, lex)
+    metric, _ = _summary_metric(tokens, i, found, lex)
     before = [f for f in found if f[1] <= i]
     start, end = (before[-1][0], before[-1][1]) if before else (i, i)
     if not summary:
@@ -252,7 +259,7 @@ def read_statement(tokens: Sequence[str], i: int, lex: Lexicon, found: list[tupl
         if after:
             metric, start, end = after[0][2], after[0][0], after[0][0]
     between = list(tokens[end:i])
-    cue = tokens[i - 2] if i >= 2 and tokens[i - 1] in ("$", "€", "£", "¥") else (tokens[i - 1] if i else "")
+    cue = tokens[i - 2] if i >= 2 and tokens[i - 1] in CURRENCY_SIGNS else (tokens[i - 1] if i else "")
     change = any(w in DIRECTION_WORDS for w in between) and cue != "to"
     if not change and i + 1 < len(tokens) and tokens[i + 1] in ("%", "percent") and any(
             w in DIRECTION_WORDS for w in tokens[max(i - 3, 0):i]):
