@@ -108,8 +108,8 @@ def add_job_options(p: argparse.ArgumentParser) -> None:
 def add_search_options(p: argparse.ArgumentParser) -> None:
     """--beam, --min-length, --max-length, --min-length-ratio, --no-block-trigrams,
     --no-repeat-ngram-size, --repetition-penalty, --repeat-window, --numbers-from-source,
-    --figure-grammar, --source-periods, --numbers-in-context, --attribution-rerank, --lm-weight,
-    --no-unk-replace, --batch-size."""
+    --figure-grammar, --source-periods, --numbers-in-context, --attribution-rerank, --role-names,
+    --lm-weight, --no-unk-replace, --batch-size."""
     g = p.add_argument_group("search (defaults: the checkpoint's config)")
     g.add_argument("--beam", type=int, help="beam width; 1 = greedy (paper: 5)")
     g.add_argument("--min-length", type=int, help="no end-of-summary before this many tokens")
@@ -141,6 +141,10 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--attribution-rerank", choices=("on", "off"),
                    help="on: of a dialogue's beam, the best summary with the fewest sentences that give a statement to "
                         "someone who wrote none of its words wins (docs/model.md, 'Search')")
+    g.add_argument("--role-names", choices=("on", "off"),
+                   help="on: as --attribution-rerank, and such a sentence's subject is also tried as the person who "
+                        "wrote its words, scored by the model, where the beam could have kept it (docs/model.md, "
+                        "'Search')")
     g.add_argument("--lm-weight", type=float, metavar="W",
                    help="W > 0: rescore the beam with the model's summary language model (NAME.lm.json.gz beside "
                         "the checkpoint, `agentsum fit-lm`): search score + W x its log-probability per token; 0.1 "
@@ -167,7 +171,7 @@ def search_overrides(args) -> dict:
     if getattr(args, "repeat_window", None) is not None:
         changes["repeat_window"] = args.repeat_window
     for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context",
-                 "attribution_rerank"):
+                 "attribution_rerank", "role_names"):
         if getattr(args, name, None) is not None:
             changes[name] = getattr(args, name) == "on"
     if getattr(args, "lm_weight", None) is not None:

@@ -29,18 +29,41 @@ counted), and the best such score wins among the fewest misattributed. Any sourc
 dialogue or not. Choice: the LM as a rescorer of whole hypotheses, not a term in every beam step, so
 that the beam explores as the model alone would and the LM only judges finished summaries; w = 0.1
 for the shipped dialogue model, chosen on SAMSum validation rows 100-299 (``benchmarks/studies/lm_rescore.py``).
+
+**Role names** (``search.role_names``; it implies the attribution ordering): the names of a
+dialogue's misattributed sentences are set to the roles the sentence's content words show, and the
+model scores the result (:func:`role_name_edits`, :func:`role_name_variants`). In a sentence whose
+subject wrote none of its content words, the subject becomes the one participant who wrote the most
+of them (at least two, as the check asks), and where that participant is also named later in the
+sentence, the two names trade places ("dale will call mike" -> "mike will call dale"). In a sentence
+that names its subject again ("mike wants to call mike") the later mention becomes the other person
+of a two-person chat. Each edited hypothesis is scored by one teacher-forced pass of the model, and
+it joins the n-best with the score its original would have had with the log-probability the model
+gives the edit: its score is the original's plus (edited - original log-probability) / n_steps **
+length_penalty. It is kept only where that score reaches the n-best's worst, that is, where the beam
+could have kept it; then the fewest misattributed sentences win as above.
+
+This answers the objection above to a swap after the fact: the model scores the sentence with its new
+name, so a name the model finds unlikely there (a pronoun or verb written for the other person)
+costs the edit its place. The new name is copied from the speaker tag (its source id and copy
+position are the tag's), as the model copies names.
 """
 
 from __future__ import annotations
 
-from agentsum.data.attribution import Dialogue, check_sentence
+import dataclasses
+
+import torch
+
+from agentsum.data.attribution import OTHER_WORDS, Dialogue, check_sentence, content_stems, sentence_subject
 from agentsum.data.batch import Batch
 from agentsum.data.text import split_generated
-from agentsum.data.vocab import Vocabulary
-from agentsum.decoding.copying import to_words
+from agentsum.data.vocab import EOS_ID, Vocabulary
+from agentsum.decoding.copying import padded_ids, teacher_forced, to_words
 from agentsum.models.summary_lm import NgramLM, with_name_class
 
-__all__ = ["attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank"]
+__all__ = ["attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank", "role_name_edits",
+           "role_name_variants", "sequence_logprobs"]
 
 
 def dialogue_of(batch: Batch, b: int) -> Dialogue | None:
@@ -61,11 +84,18 @@ def attribution_rerank(hyps, batch: Batch, vocab: Vocabulary, unk_replace: bool 
 
 
 def rerank(hyps, batch: Batch, vocab: Vocabulary, *, attribution: bool = False, lm: NgramLM | None = None,
-           lm_weight: float = 0.0, unk_replace: bool = True):
+           lm_weight: float = 0.0, unk_replace: bool = True, role_names: bool = False, model=None,
+           length_penalty: float = 1.0):
     """``hyps`` with each document's n-best list reordered among the hypotheses that ended as its best
     did: with ``attribution``, a dialogue's fewest misattributed sentences first; then, with ``lm`` and
     ``lm_weight`` > 0, the highest search score plus ``lm_weight`` times the LM's log-probability per
-    token; search order among equals. The other hypotheses follow in search order."""
+    token; search order among equals. The other hypotheses follow in search order. With
+    ``role_names`` (which implies ``attribution``; ``model`` scores the edits, ``length_penalty`` is
+    the search's), each dialogue's candidates are joined by their role-name edits that the beam could
+    have kept (module docstring), and the list keeps its length."""
+    attribution = attribution or role_names
+    if role_names and model is None:
+        raise ValueError("role names need the model that wrote the hypotheses (model=), to score the edits")
     rescore = lm is not None and lm_weight > 0
     n_best = []
     for b, beam in enumerate(hyps.n_best):
@@ -73,17 +103,120 @@ def rerank(hyps, batch: Batch, vocab: Vocabulary, *, attribution: bool = False, 
         if len(beam) <= 1 or not (rescore or dialogue is not None):
             n_best.append(beam)
             continue
-        candidates = [k for k, h in enumerate(beam) if h.finished == beam[0].finished]
-        words = to_words([beam[k].tokens for k in candidates], [beam[k].copy_positions for k in candidates],
-                         batch.select([b] * len(candidates)), vocab, unk_replace=unk_replace)
+        candidates = [h for h in beam if h.finished == beam[0].finished]
+        rest = [h for h in beam if h.finished != beam[0].finished]
+        words = _words(candidates, batch, b, vocab, unk_replace)
+        if role_names and dialogue is not None:
+            edited = role_name_variants(model, candidates, words, batch, b, dialogue, length_penalty)
+            candidates, words = candidates + edited, words + _words(edited, batch, b, vocab, unk_replace)
         names = dialogue.speakers if dialogue is not None else []
-        key = {}
-        for k, w in zip(candidates, words):
+        key = []
+        for k, (h, w) in enumerate(zip(candidates, words)):
             wrong = misattributed_sentences(w, dialogue) if attribution and dialogue is not None else 0
             lowered = [t.lower() for t in w]
-            score = beam[k].score + (lm_weight * lm.logprob(with_name_class(lowered, names)) / (len(w) + 1)
-                                     if rescore else 0.0)
-            key[k] = (wrong, -score, k)
-        order = sorted(candidates, key=key.__getitem__)
-        n_best.append([beam[k] for k in order] + [h for k, h in enumerate(beam) if k not in key])
+            score = h.score + (lm_weight * lm.logprob(with_name_class(lowered, names)) / (len(w) + 1)
+                               if rescore else 0.0)
+            key.append((wrong, -score, k))
+        order = [candidates[k] for *_, k in sorted(key)]
+        n_best.append((order + rest)[: len(beam)])
     return type(hyps).from_n_best(n_best)  # Hypotheses: search imports this module, not the other way
+
+
+def _words(beam: list, batch: Batch, b: int, vocab: Vocabulary, unk_replace: bool) -> list[list[str]]:
+    """Document b's hypotheses as the summary will show their words."""
+    if not beam:
+        return []
+    return to_words([h.tokens for h in beam], [h.copy_positions for h in beam], batch.select([b] * len(beam)),
+                    vocab, unk_replace=unk_replace)
+
+
+def role_name_edits(words: list[str], dialogue: Dialogue) -> dict[int, str]:
+    """Token index -> the participant it should name instead, for the names of a summary's
+    misattributed sentences (the module docstring's "Role names"); {} where no sentence is
+    misattributed, or none can be mended by a name."""
+    edits = {}
+    start = 0
+    for sentence in split_generated([w.lower() for w in words]):
+        if check_sentence(sentence, dialogue) is False:
+            edits.update({start + j: name for j, name in _mended_names(sentence, dialogue).items()})
+        start += len(sentence)
+    return edits
+
+
+def _mended_names(sentence: list[str], dialogue: Dialogue) -> dict[int, str]:
+    """A misattributed sentence's edits: the subject -> the one participant who wrote the most of its
+    content words (two or more), trading places with a later mention of that participant; else, for
+    a subject named again, the later mentions -> the other person of a two-person chat."""
+    subject = sentence_subject(sentence, dialogue.speakers)
+    if len(subject) != 1:
+        return {}
+    person = subject[0]
+    stems = content_stems(sentence[1:], dialogue.speakers)
+    support = {q: len(stems & side) for q, side in dialogue.sides.items()}
+    best = max(support.values(), default=0)
+    winners = [q for q, n in support.items() if n == best]
+    if best >= OTHER_WORDS and len(winners) == 1 and winners[0] != person and support[person] == 0:
+        other = winners[0]
+        return {0: other, **{j: person for j in range(1, len(sentence)) if sentence[j] == other}}
+    others = [q for q in dialogue.speakers if q != person]
+    later = [j for j in range(1, len(sentence)) if sentence[j] == person]
+    if later and len(others) == 1:
+        return {j: others[0] for j in later}
+    return {}
+
+
+def _speaker_tags(batch: Batch, b: int, speakers: list[str]) -> dict[str, tuple[int, int]]:
+    """Participant -> (flat source position, extended id) of the first source token naming them:
+    what the model copies a name from."""
+    S = batch.src_ids.size(2)
+    tags = {}
+    for a, agent in enumerate(batch.src_tokens[b]):
+        for i, token in enumerate(agent):
+            name = token.lower()
+            if name in speakers and name not in tags:
+                tags[name] = (a * S + i, int(batch.src_ext_ids[b, a, i]))
+    return tags
+
+
+@torch.no_grad()
+def sequence_logprobs(model, batch: Batch, sequences: list[list[int]]) -> list[float]:
+    """The log-probability ``model`` gives each of ``batch``'s documents' sequence (extended ids, EOS
+    included where it ended), by one teacher-forced pass."""
+    forced = teacher_forced(batch, padded_ids(sequences, batch.src_ids.device))
+    out = model(forced)
+    mask = forced.tgt_mask
+    log_p = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    log_p[mask] = out.dist.at(mask).log_prob(model.target_ids(forced.tgt_out)[mask]).float()
+    return log_p.sum(1).tolist()
+
+
+def role_name_variants(model, beam: list, words: list[list[str]], batch: Batch, b: int, dialogue: Dialogue,
+                       length_penalty: float = 1.0) -> list:
+    """The role-name edits of document b's hypotheses (``beam``, read as ``words``) that mend a
+    misattributed sentence and that the beam could have kept: each a copy of its hypothesis with the
+    names copied from the speaker tags and the score the model gives the edit (module docstring)."""
+    tags = _speaker_tags(batch, b, dialogue.speakers)
+    edited = []
+    for h, w in zip(beam, words):
+        edits = {j: q for j, q in role_name_edits(w, dialogue).items() if q in tags}
+        if not edits:
+            continue
+        tokens, positions, mended = list(h.tokens), list(h.copy_positions), list(w)
+        for j, name in edits.items():
+            positions[j], tokens[j] = tags[name]
+            mended[j] = name
+        if misattributed_sentences(mended, dialogue) < misattributed_sentences(w, dialogue):
+            edited.append((h, tokens, positions))
+    if not edited:
+        return []
+    ended = lambda h, tokens: tokens + [EOS_ID] if h.finished else tokens  # noqa: E731
+    sequences = [ended(h, h.tokens) for h, _, _ in edited] + [ended(h, t) for h, t, _ in edited]
+    logp = sequence_logprobs(model, batch.select([b] * len(sequences)), sequences)
+    floor = min(h.score for h in beam)
+    out = []
+    for k, (h, tokens, positions) in enumerate(edited):
+        steps = max(len(tokens) + int(h.finished), 1)
+        score = h.score + (logp[len(edited) + k] - logp[k]) / steps ** length_penalty
+        if score >= floor:
+            out.append(dataclasses.replace(h, tokens=tokens, copy_positions=positions, score=score))
+    return out

@@ -110,6 +110,10 @@ class SearchConfig:
     attribution_rerank: of a dialogue's n-best, the best-scored hypothesis with the fewest misattributed
                      sentences wins (:mod:`agentsum.decoding.rerank`); other sources, and greedy
                      decoding, are unchanged.
+    role_names:      the attribution rerank, with each misattributed sentence's names also set to the
+                     roles its content words show, the model scoring each edit; an edit the beam could
+                     have kept joins the n-best (:mod:`agentsum.decoding.rerank`, "Role names"). Beam
+                     search of a dialogue only.
     lm_weight:       w > 0: beam search's n-best is rescored with the model's summary language model,
                      search score + w * LM log-probability per token (:mod:`agentsum.decoding.rerank`;
                      ``search(..., summary_lm=)``); 0: off.
@@ -133,11 +137,12 @@ class SearchConfig:
     numbers_in_context: bool = False
     min_length_ratio: float | None = 0.5
     attribution_rerank: bool = False
+    role_names: bool = False
     lm_weight: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("numbers_from_source", "figure_grammar", "source_periods", "numbers_in_context",
-                     "attribution_rerank"):
+                     "attribution_rerank", "role_names"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not (isinstance(self.lm_weight, (int, float)) and not isinstance(self.lm_weight, bool)
@@ -929,19 +934,22 @@ def sample_and_greedy(model: StepModel, batch: Batch, config: SearchConfig, *, e
 def search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *,
            vocab: Vocabulary | None = None, summary_lm=None) -> Hypotheses:
     """Greedy decoding when ``config.beam_size == 1``, beam search otherwise (its n-best reranked
-    with ``config.attribution_rerank`` and rescored with ``summary_lm``, an
+    with ``config.attribution_rerank`` or ``config.role_names`` and rescored with ``summary_lm``, an
     :class:`~agentsum.models.summary_lm.NgramLM`, at ``config.lm_weight``). ``vocab`` (the model's)
-    is needed with ``config.numbers_from_source``, ``config.attribution_rerank`` and ``config.lm_weight``."""
+    is needed with ``config.numbers_from_source``, ``config.attribution_rerank``, ``config.role_names`` and
+    ``config.lm_weight``."""
     config = config or SearchConfig()
     if config.beam_size == 1:
         return greedy_search(model, batch, config, vocab=vocab)
-    reranked = config.attribution_rerank or config.lm_weight > 0
+    reranked = config.attribution_rerank or config.role_names or config.lm_weight > 0
     if reranked and vocab is None:
-        raise ValueError("search.attribution_rerank and search.lm_weight need the model's vocabulary (vocab=)")
+        raise ValueError("search.attribution_rerank, search.role_names and search.lm_weight need the model's "
+                         "vocabulary (vocab=)")
     if config.lm_weight > 0 and summary_lm is None:
         raise ValueError("search.lm_weight needs the model's summary language model (summary_lm=)")
     hyps = beam_search(model, batch, config, vocab=vocab)
     if reranked:
         hyps = rerank(hyps, batch, vocab, attribution=config.attribution_rerank, lm=summary_lm,
-                      lm_weight=config.lm_weight, unk_replace=config.unk_replace)
+                      lm_weight=config.lm_weight, unk_replace=config.unk_replace, role_names=config.role_names,
+                      model=model, length_penalty=config.length_penalty)
     return hyps

@@ -93,7 +93,8 @@ def search_fields(search_config: SearchConfig) -> dict:
                 min_length_ratio=search_config.min_length_ratio, length_penalty=search_config.length_penalty,
                 unk_replace=search_config.unk_replace, figure_grammar=search_config.figure_grammar,
                 source_periods=search_config.source_periods, numbers_in_context=search_config.numbers_in_context,
-                attribution_rerank=search_config.attribution_rerank, lm_weight=search_config.lm_weight)
+                attribution_rerank=search_config.attribution_rerank, role_names=search_config.role_names,
+                lm_weight=search_config.lm_weight)
 
 
 class NoDocuments(DataError):

@@ -67,7 +67,8 @@ class ServedModel:
                                      ("numbers_from_source", req.numbers_from_source),
                                      ("figure_grammar", req.figure_grammar), ("source_periods", req.source_periods),
                                      ("numbers_in_context", req.numbers_in_context),
-                                     ("attribution_rerank", req.attribution_rerank), ("lm_weight", req.lm_weight))
+                                     ("attribution_rerank", req.attribution_rerank), ("role_names", req.role_names),
+                                     ("lm_weight", req.lm_weight))
                    if v is not None}
         if req.max_length is not None and req.min_length is None:
             changes["min_length"] = min(self.config.search.min_length, req.max_length)

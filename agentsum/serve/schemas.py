@@ -106,6 +106,10 @@ class SummarizeRequest(BaseModel):
     attribution_rerank: StrictBool | None = Field(
         None, description="true: of a chat's beam, the best summary with the fewest sentences that give a statement "
                           "to someone who wrote none of its words wins (beam > 1; other texts are unchanged)")
+    role_names: StrictBool | None = Field(
+        None, description="true: as attribution_rerank, and a chat summary's sentence that gives a statement to someone "
+                          "who wrote none of its words is also tried with the person who did as its subject, scored "
+                          "by the model; kept where the beam could have kept it (beam > 1; other texts are unchanged)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
     provenance: StrictBool = Field(False, description="include where every summary word came from: copied or "
                                                       "generated, the source word and agent it drew most from, each "

@@ -26,6 +26,6 @@ wait "$PID" || true
 # every option of the search given, as the peer's decode_args pin its own
 python benchmarks/studies/quality_curve.py "$RUN" --data "$VALID" --docs 200 --only steps --threads 1 \
     --beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 0 \
-    --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0 --cpu-log "ttq-agentsum=$RUN.cpu.jsonl" --out "$OUT" > runs/ttq-agentsum-score.log 2>&1
+    --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0 --cpu-log "ttq-agentsum=$RUN.cpu.jsonl" --out "$OUT" > runs/ttq-agentsum-score.log 2>&1
 wait
 python benchmarks/peer/time_to_quality.py "$OUT/curve.jsonl" --agentsum ttq-agentsum --peer opennmt --out "$OUT"

@@ -29,7 +29,7 @@ EVERY=${EVERY:-25}
 ROOT=${ROOT:-runs/claim-reward}
 SELECTION=(--data ../shared/data/ectsum/train.jsonl --start 1522 --end 1622)
 SEARCH=(--beam 5 --min-length 30 --max-length 120 --no-repeat-ngram-size 3 --repeat-window 3 --numbers-from-source on --min-length-ratio 0.5 --repetition-penalty 1.0
-        --figure-grammar on --source-periods on --numbers-in-context on --attribution-rerank off --lm-weight 0)
+        --figure-grammar on --source-periods on --numbers-in-context on --attribution-rerank off --role-names off --lm-weight 0)
 mkdir -p "$ROOT"
 
 reading() {  # NAME -> the --set arguments of that reading

@@ -27,7 +27,7 @@ fi
 if [ -f "$MODEL" ]; then WHICH=(--checkpoint "$MODEL"); else WHICH=(--model "$MODEL"); fi
 SEARCH=(--beam 5 --min-length 30 --max-length 120 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 3
         --numbers-from-source on --min-length-ratio 0.5 --figure-grammar off --source-periods off
-        --numbers-in-context off --attribution-rerank off --lm-weight 0)
+        --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0)
 NAME=$(basename "${MODEL%.pt}")
 mkdir -p "$OUT"
 declare -A RUNS=(

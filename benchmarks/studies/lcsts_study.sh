@@ -14,7 +14,7 @@ MINUTES=${MINUTES:-20}
 TEST=../shared/data/lcsts/test.jsonl
 OUT=benchmarks/results/lcsts
 SEARCH=(--beam 4 --min-length 0 --max-length 25 --no-repeat-ngram-size 0 --repetition-penalty 1 --repeat-window 0
-        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0)
+        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0)
 mkdir -p runs "$OUT"
 
 agentsum train --config lcsts-small --run-dir runs/lcsts-small --set train.threads=1 \

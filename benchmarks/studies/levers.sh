@@ -39,5 +39,5 @@ python benchmarks/studies/levers.py glove-step2000=runs/lever-glove dialogsum-st
 # the shipped model on DialogSum validation, decoded as levers.py's rw2 + pen1.5 column (its own
 # settings have a repeat window of 3)
 agentsum evaluate --data ../shared/data/dialogsum/valid.jsonl --beam 5 --min-length 15 --max-length 60 \
-  --no-repeat-ngram-size 3 --repetition-penalty 1.5 --repeat-window 2 --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0 \
+  --no-repeat-ngram-size 3 --repetition-penalty 1.5 --repeat-window 2 --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0 \
   --out runs/shipped-dialogsum

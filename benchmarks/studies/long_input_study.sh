@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 VALID=../shared/data/cnndm/validation_1000.jsonl
 OUT=benchmarks/results/cnndm
 SEARCH=(--beam 5 --min-length 35 --max-length 100 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 0
-        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0)
+        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0)
 mkdir -p runs "$OUT"
 
 agentsum train --config cnndm-m1 > runs/cnndm-m1.log 2>&1 &

@@ -22,7 +22,7 @@ MINUTES=${2:-50}
 RUN=runs/i19-mle-control
 VALID=../shared/data/samsum/valid.jsonl
 SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1.5 --repeat-window 3
-        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0)
+        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0)
 mkdir -p runs
 agentsum train --config samsum-m1 --init-from "$START" --run-dir "$RUN" --set model.coverage=true \
     --set train.lr=1e-4 --set train.max_minutes=$((MINUTES * 4)) --set train.valid_every=250 \

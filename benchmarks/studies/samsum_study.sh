@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 VALID=${VALID:-../shared/data/samsum/valid.jsonl}
 OUT=benchmarks/results/samsum
 SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repetition-penalty 1 --repeat-window 0
-        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0)
+        --numbers-from-source off --min-length-ratio off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0)
 mkdir -p runs "$OUT"
 
 agentsum train --config samsum-m1 > runs/samsum-m1.log 2>&1 &

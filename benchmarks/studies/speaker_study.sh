@@ -25,7 +25,7 @@ MINUTES=${MINUTES:-15}
 ROOT=${ROOT:-runs/speaker}
 # the shipped dialogue model's search, every option given, the same for every run and for v1
 SEARCH=(--beam 5 --min-length 15 --max-length 60 --no-repeat-ngram-size 3 --repeat-window 3 --repetition-penalty 1.5
-        --numbers-from-source off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --lm-weight 0 --min-length-ratio 0.5)
+        --numbers-from-source off --figure-grammar off --source-periods off --numbers-in-context off --attribution-rerank off --role-names off --lm-weight 0 --min-length-ratio 0.5)
 mkdir -p "$ROOT"
 [[ -f $ROOT/select.jsonl ]] || sed -n '101,300p' ../shared/data/samsum/valid.jsonl > "$ROOT/select.jsonl"
 [[ -f $ROOT/valid100.jsonl ]] || head -n 100 ../shared/data/samsum/valid.jsonl > "$ROOT/valid100.jsonl"

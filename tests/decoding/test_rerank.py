@@ -122,3 +122,123 @@ def test_the_lm_weight_is_checked_and_search_needs_the_lm():
     with pytest.raises(ValueError, match="needs the model's summary language model"):
         search(None, make_batch([[DIALOGUE]], VOCAB), SearchConfig(beam_size=2, lm_weight=0.1, max_length=1,
                                                                    min_length=0), vocab=VOCAB)
+
+
+# ----------------------------------------------------------------------------------------------
+# Role names (search.role_names)
+# ----------------------------------------------------------------------------------------------
+
+from agentsum.decoding import rerank as rerank_module  # noqa: E402
+from agentsum.decoding.rerank import role_name_edits, role_name_variants, sequence_logprobs  # noqa: E402
+
+THREE = "mike : i will call you in 2 hours . dale : sorry , i can't talk now . ann : call me too".split()
+
+
+def test_a_subject_who_wrote_none_of_the_words_becomes_the_one_who_did_trading_places_with_a_later_mention():
+    dialogue = dialogue_of(make_batch([[DIALOGUE]], VOCAB), 0)
+    # "dale will call mike in 2 hours": mike wrote call and hours, dale neither -> mike calls dale;
+    # "mike can't talk now": dale wrote talk and now -> dale
+    assert role_name_edits(WRONG.split(), dialogue) == {0: "mike", 3: "dale", 8: "dale"}
+    mended = WRONG.split()
+    for j, name in role_name_edits(mended, dialogue).items():
+        mended[j] = name
+    assert " ".join(mended) == RIGHT
+    assert role_name_edits(RIGHT.split(), dialogue) == {}
+    assert role_name_edits("Dale will call Mike in 2 hours .".split(), dialogue) == {0: "mike", 3: "dale"}
+
+
+def test_a_subject_named_again_becomes_the_other_person_of_a_two_person_chat_only():
+    two = dialogue_of(make_batch([[DIALOGUE]], VOCAB), 0)
+    # mike wrote "call", so the subject stays; the second mike is dale
+    assert role_name_edits("mike will call mike .".split(), two) == {3: "dale"}
+    three = dialogue_of(make_batch([[THREE]], VOCAB), 0)
+    assert three is not None and len(three.speakers) == 3
+    assert role_name_edits("mike will call mike .".split(), three) == {}  # which of two others: not guessed
+    # "mike and dale" as the subject is not edited, nor is a tie between two who wrote the words
+    assert role_name_edits("mike and dale can't talk now .".split(), two) == {}
+    assert role_name_edits("ann will call in 2 hours .".split(), three) == {}  # ann wrote "call": attributed
+    assert role_name_edits("dale will call in 2 hours .".split(), three) == {0: "mike"}  # mike 2, ann 1, dale 0
+    tie = dialogue_of(make_batch([["mike : call at 2 hours . dale : call at 2 hours . ann : ok".split()]], VOCAB), 0)
+    assert role_name_edits("ann will call in 2 hours .".split(), tie) == {}
+
+
+def _beam_for_edits(monkeypatch, edited_logp: float, original_logp: float, scores=(-1.0, -1.5)):
+    """A beam of WRONG (misattributed twice) and HALF, with the model's log-probabilities of the
+    originals and of their edits set by hand."""
+    def fake_logprobs(model, batch, sequences):
+        half = len(sequences) // 2
+        return [original_logp] * half + [edited_logp] * half
+    monkeypatch.setattr(rerank_module, "sequence_logprobs", fake_logprobs)
+    return [hyp(WRONG, scores[0]), hyp(HALF, scores[1])]
+
+
+def test_an_edit_the_beam_could_have_kept_joins_it_copied_from_the_speaker_tag_and_wins(monkeypatch):
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    beam = _beam_for_edits(monkeypatch, edited_logp=-12.0, original_logp=-10.0)
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object(), length_penalty=1.0)
+    best = out.n_best[0][0]
+    assert VOCAB.decode(best.tokens) == RIGHT.split()
+    # each new name is copied from the first source token naming that person: its position and source id
+    flat = batch.src_ext_ids[0].reshape(-1)
+    dale_tag = DIALOGUE.index("dale")
+    for j in (3, 8):
+        assert best.copy_positions[j] == dale_tag and best.tokens[j] == int(flat[dale_tag])
+    assert best.copy_positions[0] == 0 and best.tokens[0] == VOCAB.id("mike")
+    # its score: the original's plus the log-probability it lost, per step (13 tokens + EOS)
+    assert best.score == pytest.approx(-1.0 + (-12.0 + 10.0) / 14)
+    assert len(out.n_best[0]) == len(beam)  # the list keeps its length: the worst falls off
+
+
+def test_an_edit_below_the_beams_worst_score_is_dropped_and_off_means_off(monkeypatch):
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    beam = _beam_for_edits(monkeypatch, edited_logp=-30.0, original_logp=-10.0)  # -1 - 20/14 < -1.5
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object())
+    assert [h.score for h in out.n_best[0]] == [-1.5, -1.0]  # the attribution rerank alone: HALF first
+    assert all(VOCAB.decode(h.tokens) != RIGHT.split() for h in out.n_best[0])
+    plain = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB)
+    assert [h.score for h in plain.n_best[0]] == [-1.0, -1.5]
+    with pytest.raises(ValueError, match="role names need the model"):
+        rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True)
+
+
+def test_role_names_leave_a_source_that_is_no_dialogue_alone_and_the_option_is_a_bool(monkeypatch):
+    batch = make_batch([[NEWS]], VOCAB)
+    beam = _beam_for_edits(monkeypatch, edited_logp=0.0, original_logp=-10.0)
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object())
+    assert [h.score for h in out.n_best[0]] == [-1.0, -1.5]
+    with pytest.raises(ValueError, match="role_names must be true or false"):
+        SearchConfig(role_names=1)
+
+
+def test_the_models_log_probability_of_a_sequence_is_the_beams_score_without_filters():
+    from agentsum.decoding.search import beam_search
+    from agentsum.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model({"type": "dca", "embedding_size": 8, "hidden_size": 12, "pointer": "single"},
+                        len(VOCAB)).eval()
+    batch = make_batch([[DIALOGUE], [NEWS]], VOCAB)
+    config = SearchConfig(beam_size=3, min_length=0, max_length=6, block_trigrams=False, length_penalty=0.0,
+                          min_length_ratio=None)
+    hyps = beam_search(model, batch, config)
+    for b, beam in enumerate(hyps.n_best):
+        sequences = [h.tokens + ([rerank_module.EOS_ID] if h.finished else []) for h in beam]
+        logp = sequence_logprobs(model, batch.select([b] * len(beam)), sequences)
+        assert logp == pytest.approx([h.score for h in beam], abs=1e-4)
+
+
+def test_role_name_variants_read_by_a_real_model_keep_the_score_rule():
+    from agentsum.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model({"type": "dca", "embedding_size": 8, "hidden_size": 12, "pointer": "single"},
+                        len(VOCAB)).eval()
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    dialogue = dialogue_of(batch, 0)
+    beam = [hyp(WRONG, -1.0), hyp(HALF, -9.0)]
+    words = [VOCAB.decode(h.tokens) for h in beam]
+    variants = role_name_variants(model, beam, words, batch, 0, dialogue, length_penalty=1.0)
+    logp = sequence_logprobs(model, batch.select([0, 0]), [beam[0].tokens + [rerank_module.EOS_ID],
+                                                           variants[0].tokens + [rerank_module.EOS_ID]])
+    assert VOCAB.decode(variants[0].tokens) == RIGHT.split()
+    assert variants[0].score == pytest.approx(-1.0 + (logp[1] - logp[0]) / 14, abs=1e-5)
