@@ -143,8 +143,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                         "someone who wrote none of its words wins (docs/model.md, 'Search')")
     g.add_argument("--role-names", choices=("on", "off"),
                    help="on: as --attribution-rerank, and such a sentence's subject is also tried as the person who "
-                        "wrote its words, scored by the model, where the beam could have kept it (docs/model.md, "
-                        "'Search')")
+                        "wrote its words, scored as the search would score it, where the beam could have kept it "
+                        "(docs/model.md, 'Search')")
     g.add_argument("--lm-weight", type=float, metavar="W",
                    help="W > 0: rescore the beam with the model's summary language model (NAME.lm.json.gz beside "
                         "the checkpoint, `agentsum fit-lm`): search score + W x its log-probability per token; 0.1 "

@@ -38,7 +38,7 @@ from agentsum.data.speakers import is_turn_start
 from agentsum.data.text import tokenize
 
 __all__ = ["OTHER_WORDS", "REPORTING", "Dialogue", "check_sentence", "content_stems", "sentence_subject",
-           "summary_sentences", "turns"]
+           "sentence_support", "summary_sentences", "turns"]
 
 _SPEAKER = re.compile(r"^\s*([^:\n]{1,40}?)\s*:\s*(.*)$")
 _WORD = re.compile(r"^[a-z][a-z'-]*$")
@@ -148,12 +148,17 @@ def check_sentence(tokens: list[str], dialogue: Dialogue) -> bool | None:
     rest = tokens[len(subject) * 2 - 1:]
     if len(subject) == 1 and subject[0] in rest:
         return False  # "Mike wants to call Mike"
-    stems = content_stems(rest, dialogue.speakers)
-    support = {s: len(stems & side) for s, side in dialogue.sides.items()}
+    support = sentence_support(rest, dialogue)
     best = max(support.values(), default=0)
     if best == 0:
         return None
     return not (max(support[s] for s in subject) == 0 and best >= OTHER_WORDS)
+
+
+def sentence_support(tokens: list[str], dialogue: Dialogue) -> dict[str, int]:
+    """Participant -> how many of ``tokens``' content words (stems) their side of the dialogue holds."""
+    stems = content_stems(tokens, dialogue.speakers)
+    return {s: len(stems & side) for s, side in dialogue.sides.items()}
 
 
 def summary_sentences(summary: str) -> list[list[str]]:

@@ -32,38 +32,40 @@ for the shipped dialogue model, chosen on SAMSum validation rows 100-299 (``benc
 
 **Role names** (``search.role_names``; it implies the attribution ordering): the names of a
 dialogue's misattributed sentences are set to the roles the sentence's content words show, and the
-model scores the result (:func:`role_name_edits`, :func:`role_name_variants`). In a sentence whose
+search scores the result (:func:`role_name_edits`, :func:`role_name_variants`). In a sentence whose
 subject wrote none of its content words, the subject becomes the one participant who wrote the most
 of them (at least two, as the check asks), and where that participant is also named later in the
 sentence, the two names trade places ("dale will call mike" -> "mike will call dale"). In a sentence
 that names its subject again ("mike wants to call mike") the later mention becomes the other person
-of a two-person chat. Each edited hypothesis is scored by one teacher-forced pass of the model, and
-it joins the n-best with the score its original would have had with the log-probability the model
-gives the edit: its score is the original's plus (edited - original log-probability) / n_steps **
-length_penalty. It is kept only where that score reaches the n-best's worst, that is, where the beam
-could have kept it; then the fewest misattributed sentences win as above.
+of a two-person chat. Each edited hypothesis is scored as the search would have scored it: the
+decoder forced along its tokens through the search's own filtered steps
+(:func:`agentsum.decoding.search.forced_scores`: the repetition penalty and window, n-gram blocking
+and the rest), so an edit that repeats a blocked trigram or a word of the window scores -inf. It
+joins the n-best only where its score reaches the n-best's worst, that is, where the beam could have
+kept it, and only if no hypothesis already holds its tokens; then the fewest misattributed sentences
+win as above, and the n-best keeps its length.
 
 This answers the objection above to a swap after the fact: the model scores the sentence with its new
 name, so a name the model finds unlikely there (a pronoun or verb written for the other person)
-costs the edit its place. The new name is copied from the speaker tag (its source id and copy
-position are the tag's), as the model copies names.
+costs the edit its place. The new name is copied from the speaker's tag (the ``name :`` that opens
+their first turn: its source id and copy position), as the model copies names.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
-import torch
-
-from agentsum.data.attribution import OTHER_WORDS, Dialogue, check_sentence, content_stems, sentence_subject
+from agentsum.data.attribution import OTHER_WORDS, Dialogue, check_sentence, sentence_subject, sentence_support
 from agentsum.data.batch import Batch
 from agentsum.data.text import split_generated
-from agentsum.data.vocab import EOS_ID, Vocabulary
-from agentsum.decoding.copying import padded_ids, teacher_forced, to_words
+from agentsum.data.speakers import is_turn_start
+from agentsum.data.vocab import Vocabulary
+from agentsum.decoding.copying import to_words
 from agentsum.models.summary_lm import NgramLM, with_name_class
 
-__all__ = ["attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank", "role_name_edits",
-           "role_name_variants", "sequence_logprobs"]
+__all__ = ["Scorer", "attribution_rerank", "dialogue_of", "misattributed_sentences", "rerank", "role_name_edits",
+           "role_name_variants", "speaker_tags"]
 
 
 def dialogue_of(batch: Batch, b: int) -> Dialogue | None:
@@ -83,19 +85,21 @@ def attribution_rerank(hyps, batch: Batch, vocab: Vocabulary, unk_replace: bool 
     return rerank(hyps, batch, vocab, attribution=True, unk_replace=unk_replace)
 
 
+#: Scores hypotheses of one document as the search would: (document, token lists, finished flags) ->
+#: scores (:func:`agentsum.decoding.search.forced_scores` for the search's model and settings).
+Scorer = Callable[[int, list[list[int]], list[bool]], list[float]]
+
+
 def rerank(hyps, batch: Batch, vocab: Vocabulary, *, attribution: bool = False, lm: NgramLM | None = None,
-           lm_weight: float = 0.0, unk_replace: bool = True, role_names: bool = False, model=None,
-           length_penalty: float = 1.0):
+           lm_weight: float = 0.0, unk_replace: bool = True, scorer: Scorer | None = None):
     """``hyps`` with each document's n-best list reordered among the hypotheses that ended as its best
     did: with ``attribution``, a dialogue's fewest misattributed sentences first; then, with ``lm`` and
     ``lm_weight`` > 0, the highest search score plus ``lm_weight`` times the LM's log-probability per
-    token; search order among equals. The other hypotheses follow in search order. With
-    ``role_names`` (which implies ``attribution``; ``model`` scores the edits, ``length_penalty`` is
-    the search's), each dialogue's candidates are joined by their role-name edits that the beam could
-    have kept (module docstring), and the list keeps its length."""
-    attribution = attribution or role_names
-    if role_names and model is None:
-        raise ValueError("role names need the model that wrote the hypotheses (model=), to score the edits")
+    token; search order among equals. The other hypotheses follow in search order. With ``scorer``
+    (role names, which imply ``attribution``), each dialogue's candidates are joined by their
+    role-name edits that the beam could have kept (module docstring); the list keeps its length, so
+    the last of the others may fall off."""
+    attribution = attribution or scorer is not None
     rescore = lm is not None and lm_weight > 0
     n_best = []
     for b, beam in enumerate(hyps.n_best):
@@ -106,8 +110,8 @@ def rerank(hyps, batch: Batch, vocab: Vocabulary, *, attribution: bool = False, 
         candidates = [h for h in beam if h.finished == beam[0].finished]
         rest = [h for h in beam if h.finished != beam[0].finished]
         words = _words(candidates, batch, b, vocab, unk_replace)
-        if role_names and dialogue is not None:
-            edited = role_name_variants(model, candidates, words, batch, b, dialogue, length_penalty)
+        if scorer is not None and dialogue is not None:
+            edited = role_name_variants(scorer, beam, candidates, words, batch, b, dialogue)
             candidates, words = candidates + edited, words + _words(edited, batch, b, vocab, unk_replace)
         names = dialogue.speakers if dialogue is not None else []
         key = []
@@ -151,8 +155,7 @@ def _mended_names(sentence: list[str], dialogue: Dialogue) -> dict[int, str]:
     if len(subject) != 1:
         return {}
     person = subject[0]
-    stems = content_stems(sentence[1:], dialogue.speakers)
-    support = {q: len(stems & side) for q, side in dialogue.sides.items()}
+    support = sentence_support(sentence[1:], dialogue)
     best = max(support.values(), default=0)
     winners = [q for q, n in support.items() if n == best]
     if best >= OTHER_WORDS and len(winners) == 1 and winners[0] != person and support[person] == 0:
@@ -165,39 +168,33 @@ def _mended_names(sentence: list[str], dialogue: Dialogue) -> dict[int, str]:
     return {}
 
 
-def _speaker_tags(batch: Batch, b: int, speakers: list[str]) -> dict[str, tuple[int, int]]:
-    """Participant -> (flat source position, extended id) of the first source token naming them:
-    what the model copies a name from."""
+def speaker_tags(batch: Batch, b: int, speakers: list[str]) -> dict[str, tuple[int, int]]:
+    """Participant -> (flat source position, extended id) of the ``name :`` tag opening their first
+    turn in document b (of their first mention where no tag is found): what the model copies a name
+    from."""
     S = batch.src_ids.size(2)
-    tags = {}
+    tags, mentions = {}, {}
     for a, agent in enumerate(batch.src_tokens[b]):
-        for i, token in enumerate(agent):
-            name = token.lower()
-            if name in speakers and name not in tags:
-                tags[name] = (a * S + i, int(batch.src_ext_ids[b, a, i]))
-    return tags
+        lowered = [t.lower() for t in agent]
+        for i, name in enumerate(lowered):
+            if name in speakers:
+                found = (a * S + i, int(batch.src_ext_ids[b, a, i]))
+                mentions.setdefault(name, found)
+                if is_turn_start(lowered, i):
+                    tags.setdefault(name, found)
+    return {**mentions, **tags}
 
 
-@torch.no_grad()
-def sequence_logprobs(model, batch: Batch, sequences: list[list[int]]) -> list[float]:
-    """The log-probability ``model`` gives each of ``batch``'s documents' sequence (extended ids, EOS
-    included where it ended), by one teacher-forced pass."""
-    forced = teacher_forced(batch, padded_ids(sequences, batch.src_ids.device))
-    out = model(forced)
-    mask = forced.tgt_mask
-    log_p = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
-    log_p[mask] = out.dist.at(mask).log_prob(model.target_ids(forced.tgt_out)[mask]).float()
-    return log_p.sum(1).tolist()
-
-
-def role_name_variants(model, beam: list, words: list[list[str]], batch: Batch, b: int, dialogue: Dialogue,
-                       length_penalty: float = 1.0) -> list:
-    """The role-name edits of document b's hypotheses (``beam``, read as ``words``) that mend a
-    misattributed sentence and that the beam could have kept: each a copy of its hypothesis with the
-    names copied from the speaker tags and the score the model gives the edit (module docstring)."""
-    tags = _speaker_tags(batch, b, dialogue.speakers)
+def role_name_variants(scorer: Scorer, beam: list, candidates: list, words: list[list[str]], batch: Batch, b: int,
+                       dialogue: Dialogue) -> list:
+    """The role-name edits of document b's ``candidates`` (read as ``words``; ``beam`` is the whole
+    n-best) that mend a misattributed sentence, hold tokens no hypothesis holds, and score (by
+    ``scorer``, as the search would) at least the n-best's worst: each a copy of its hypothesis with
+    the names copied from the speakers' tags and that score, best first."""
+    tags = speaker_tags(batch, b, dialogue.speakers)
+    seen = {tuple(h.tokens) for h in beam}
     edited = []
-    for h, w in zip(beam, words):
+    for h, w in zip(candidates, words):
         edits = {j: q for j, q in role_name_edits(w, dialogue).items() if q in tags}
         if not edits:
             continue
@@ -205,18 +202,13 @@ def role_name_variants(model, beam: list, words: list[list[str]], batch: Batch, 
         for j, name in edits.items():
             positions[j], tokens[j] = tags[name]
             mended[j] = name
-        if misattributed_sentences(mended, dialogue) < misattributed_sentences(w, dialogue):
+        if tuple(tokens) not in seen and misattributed_sentences(mended, dialogue) < misattributed_sentences(w, dialogue):
+            seen.add(tuple(tokens))
             edited.append((h, tokens, positions))
     if not edited:
         return []
-    ended = lambda h, tokens: tokens + [EOS_ID] if h.finished else tokens  # noqa: E731
-    sequences = [ended(h, h.tokens) for h, _, _ in edited] + [ended(h, t) for h, t, _ in edited]
-    logp = sequence_logprobs(model, batch.select([b] * len(sequences)), sequences)
+    scores = scorer(b, [tokens for _, tokens, _ in edited], [h.finished for h, _, _ in edited])
     floor = min(h.score for h in beam)
-    out = []
-    for k, (h, tokens, positions) in enumerate(edited):
-        steps = max(len(tokens) + int(h.finished), 1)
-        score = h.score + (logp[len(edited) + k] - logp[k]) / steps ** length_penalty
-        if score >= floor:
-            out.append(dataclasses.replace(h, tokens=tokens, copy_positions=positions, score=score))
-    return out
+    kept = [dataclasses.replace(h, tokens=tokens, copy_positions=positions, score=score)
+            for (h, tokens, positions), score in zip(edited, scores) if score > float("-inf") and score >= floor]
+    return sorted(kept, key=lambda h: -h.score)

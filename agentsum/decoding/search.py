@@ -62,6 +62,7 @@ __all__ = [
     "SourceNumbers",
     "greedy_search",
     "beam_search",
+    "forced_scores",
     "sample_and_greedy",
     "search",
 ]
@@ -111,9 +112,9 @@ class SearchConfig:
                      sentences wins (:mod:`agentsum.decoding.rerank`); other sources, and greedy
                      decoding, are unchanged.
     role_names:      the attribution rerank, with each misattributed sentence's names also set to the
-                     roles its content words show, the model scoring each edit; an edit the beam could
-                     have kept joins the n-best (:mod:`agentsum.decoding.rerank`, "Role names"). Beam
-                     search of a dialogue only.
+                     roles its content words show, each edit scored as the search would have scored it
+                     (:func:`forced_scores`); an edit the beam could have kept joins the n-best
+                     (:mod:`agentsum.decoding.rerank`, "Role names"). Beam search of a dialogue only.
     lm_weight:       w > 0: beam search's n-best is rescored with the model's summary language model,
                      search score + w * LM log-probability per token (:mod:`agentsum.decoding.rerank`;
                      ``search(..., summary_lm=)``); 0: off.
@@ -702,6 +703,52 @@ def greedy_search(model: StepModel, batch: Batch, config: SearchConfig | None = 
     return Hypotheses.from_n_best(n_best)
 
 
+@torch.no_grad()
+def forced_scores(model: StepModel, batch: Batch, docs: list[int], sequences: list[list[int]],
+                  finished: list[bool], config: SearchConfig, *, vocab: Vocabulary | None = None) -> list[float]:
+    """The score search would give each of ``sequences`` (extended ids without EOS; sequence k is a
+    summary of document ``docs[k]`` of ``batch``): the decoder is forced along its tokens, and EOS
+    after them where ``finished[k]``, through the same filtered steps as greedy and beam search
+    (:func:`filtered_step`: n-gram blocking, the repetition penalty and window, min_length, the number
+    and claim constraints), and the filtered log-probabilities are summed and normalised as
+    :attr:`Hypothesis.score` is. -inf where a filter forbids one of its tokens, as the search would
+    never have written it. Each document is encoded once. ``vocab`` as for :func:`search`."""
+    if not (len(docs) == len(sequences) == len(finished)):
+        raise ValueError(f"{len(docs)} documents, {len(sequences)} sequences and {len(finished)} finished flags")
+    if not sequences:
+        return []
+    _check_model(model)
+    device = batch.src_ids.device
+    unique = list(dict.fromkeys(docs))
+    sub = batch.select(unique)
+    rows = torch.tensor([unique.index(d) for d in docs], dtype=torch.long, device=device)  # each row's document in sub
+    numbers = _source_numbers(model, sub, config, vocab, device)
+    constraints = _constraints(sub, config, vocab, device)
+    doc_min = _doc_min_lengths(sub, config, device)
+    steps = [len(seq) + int(f) for seq, f in zip(sequences, finished)]
+    N, T = len(sequences), max(steps)
+    targets = torch.full((N, T), PAD_ID, dtype=torch.long, device=device)
+    for k, (seq, f) in enumerate(zip(sequences, finished)):
+        ended = list(seq) + ([EOS_ID] if f else [])
+        if ended:
+            targets[k, : len(ended)] = torch.as_tensor(ended, dtype=torch.long, device=device)
+    lengths = torch.tensor(steps, device=device)
+    width = model.vocab_size + sub.max_oov
+    n_oov = torch.tensor([len(o) for o in sub.oov_words], device=device)[rows]
+    enc = model.encode(sub).select(rows)
+    state = model.init_state(enc)
+    input_ids = torch.full((N,), BOS_ID, dtype=torch.long, device=device)
+    sums = torch.zeros(N, device=device)
+    for t in range(T):
+        log_probs, state, _ = filtered_step(model, enc, state, input_ids, targets, t, config, width, n_oov, numbers,
+                                            rows, constraints, None if doc_min is None else doc_min[rows])
+        live = t < lengths
+        picked = log_probs.gather(1, targets[:, t : t + 1]).squeeze(1)
+        sums = sums + torch.where(live, picked, torch.zeros_like(picked))
+        input_ids = targets[:, t].masked_fill(~live, EOS_ID)  # a row past its end reads EOS, counted nowhere
+    return [float(_normalise(sums[k], steps[k], config.length_penalty)) for k in range(N)]
+
+
 # --------------------------------------------------------------------------------------------
 # Beam search
 # --------------------------------------------------------------------------------------------
@@ -949,7 +996,10 @@ def search(model: StepModel, batch: Batch, config: SearchConfig | None = None, *
         raise ValueError("search.lm_weight needs the model's summary language model (summary_lm=)")
     hyps = beam_search(model, batch, config, vocab=vocab)
     if reranked:
+        def scorer(b: int, sequences: list[list[int]], finished: list[bool]) -> list[float]:
+            return forced_scores(model, batch, [b] * len(sequences), sequences, finished, config, vocab=vocab)
+
         hyps = rerank(hyps, batch, vocab, attribution=config.attribution_rerank, lm=summary_lm,
-                      lm_weight=config.lm_weight, unk_replace=config.unk_replace, role_names=config.role_names,
-                      model=model, length_penalty=config.length_penalty)
+                      lm_weight=config.lm_weight, unk_replace=config.unk_replace,
+                      scorer=scorer if config.role_names else None)
     return hyps

@@ -109,7 +109,8 @@ class SummarizeRequest(BaseModel):
     role_names: StrictBool | None = Field(
         None, description="true: as attribution_rerank, and a chat summary's sentence that gives a statement to someone "
                           "who wrote none of its words is also tried with the person who did as its subject, scored "
-                          "by the model; kept where the beam could have kept it (beam > 1; other texts are unchanged)")
+                          "as the search would score it; kept where the beam could have kept it (beam > 1; other "
+                          "texts are unchanged)")
     attention: StrictBool = Field(False, description="include per-token agent and source attention")
     provenance: StrictBool = Field(False, description="include where every summary word came from: copied or "
                                                       "generated, the source word and agent it drew most from, each "

@@ -128,8 +128,10 @@ def test_the_lm_weight_is_checked_and_search_needs_the_lm():
 # Role names (search.role_names)
 # ----------------------------------------------------------------------------------------------
 
-from agentsum.decoding import rerank as rerank_module  # noqa: E402
-from agentsum.decoding.rerank import role_name_edits, role_name_variants, sequence_logprobs  # noqa: E402
+from agentsum.data.vocab import EOS_ID  # noqa: E402
+from agentsum.decoding.rerank import role_name_edits, speaker_tags  # noqa: E402
+from agentsum.decoding.search import beam_search, forced_scores  # noqa: E402
+from agentsum.models import build_model  # noqa: E402
 
 THREE = "mike : i will call you in 2 hours . dale : sorry , i can't talk now . ann : call me too".split()
 
@@ -162,83 +164,113 @@ def test_a_subject_named_again_becomes_the_other_person_of_a_two_person_chat_onl
     assert role_name_edits("ann will call in 2 hours .".split(), tie) == {}
 
 
-def _beam_for_edits(monkeypatch, edited_logp: float, original_logp: float, scores=(-1.0, -1.5)):
-    """A beam of WRONG (misattributed twice) and HALF, with the model's log-probabilities of the
-    originals and of their edits set by hand."""
-    def fake_logprobs(model, batch, sequences):
-        half = len(sequences) // 2
-        return [original_logp] * half + [edited_logp] * half
-    monkeypatch.setattr(rerank_module, "sequence_logprobs", fake_logprobs)
-    return [hyp(WRONG, scores[0]), hyp(HALF, scores[1])]
+class FakeScorer:
+    """Scores each edited sequence by a table of texts (the search's score of it, by hand), and
+    records what it was asked."""
+
+    def __init__(self, scores: dict[str, float]):
+        self.scores, self.asked = scores, []
+
+    def __call__(self, b, sequences, finished):
+        texts = [" ".join(VOCAB.decode(s)) for s in sequences]
+        self.asked.append((b, texts, list(finished)))
+        return [self.scores[t] for t in texts]
 
 
-def test_an_edit_the_beam_could_have_kept_joins_it_copied_from_the_speaker_tag_and_wins(monkeypatch):
+def test_an_edit_the_beam_could_have_kept_joins_it_copied_from_the_speaker_tag_and_wins():
     batch = make_batch([[DIALOGUE]], VOCAB)
-    beam = _beam_for_edits(monkeypatch, edited_logp=-12.0, original_logp=-10.0)
-    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object(), length_penalty=1.0)
+    scorer = FakeScorer({RIGHT: -1.4, "mike will call dale in 2 hours . dale can't talk now": -9.0})
+    beam = [hyp(WRONG, -1.0), hyp(HALF, -1.5)]
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, scorer=scorer)
+    # both hypotheses edit to RIGHT: it is scored once, with its finished flag
+    assert scorer.asked == [(0, [RIGHT], [True])]
     best = out.n_best[0][0]
-    assert VOCAB.decode(best.tokens) == RIGHT.split()
-    # each new name is copied from the first source token naming that person: its position and source id
+    assert VOCAB.decode(best.tokens) == RIGHT.split() and best.score == -1.4
     flat = batch.src_ext_ids[0].reshape(-1)
     dale_tag = DIALOGUE.index("dale")
-    for j in (3, 8):
+    for j in (3, 8):  # each new name copied from the speaker's tag: its position and source id
         assert best.copy_positions[j] == dale_tag and best.tokens[j] == int(flat[dale_tag])
     assert best.copy_positions[0] == 0 and best.tokens[0] == VOCAB.id("mike")
-    # its score: the original's plus the log-probability it lost, per step (13 tokens + EOS)
-    assert best.score == pytest.approx(-1.0 + (-12.0 + 10.0) / 14)
-    assert len(out.n_best[0]) == len(beam)  # the list keeps its length: the worst falls off
+    assert [h.score for h in out.n_best[0]] == [-1.4, -1.5]  # the list keeps its length: WRONG falls off
 
 
-def test_an_edit_below_the_beams_worst_score_is_dropped_and_off_means_off(monkeypatch):
+def test_an_edit_below_the_worst_of_the_whole_n_best_or_forbidden_is_dropped():
     batch = make_batch([[DIALOGUE]], VOCAB)
-    beam = _beam_for_edits(monkeypatch, edited_logp=-30.0, original_logp=-10.0)  # -1 - 20/14 < -1.5
-    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object())
-    assert [h.score for h in out.n_best[0]] == [-1.5, -1.0]  # the attribution rerank alone: HALF first
-    assert all(VOCAB.decode(h.tokens) != RIGHT.split() for h in out.n_best[0])
-    plain = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB)
-    assert [h.score for h in plain.n_best[0]] == [-1.0, -1.5]
-    with pytest.raises(ValueError, match="role names need the model"):
-        rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True)
+    # the worst hypothesis is one cut at max_length: it sets the floor though it is no candidate
+    beam = [hyp(WRONG, -1.0), hyp(HALF + " now", -2.0, finished=False), hyp(HALF + " talk", -3.0, finished=False)]
+    kept = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, scorer=FakeScorer({RIGHT: -2.9}))
+    assert kept.n_best[0][0].score == -2.9 and VOCAB.decode(kept.n_best[0][0].tokens) == RIGHT.split()
+    below = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, scorer=FakeScorer({RIGHT: -3.1}))
+    assert [h.score for h in below.n_best[0]] == [-1.0, -2.0, -3.0]
+    forbidden = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, scorer=FakeScorer({RIGHT: float("-inf")}))
+    assert [h.score for h in forbidden.n_best[0]] == [-1.0, -2.0, -3.0]
 
 
-def test_role_names_leave_a_source_that_is_no_dialogue_alone_and_the_option_is_a_bool(monkeypatch):
+def test_an_edit_a_hypothesis_already_holds_is_not_added_twice_and_no_scorer_is_the_attribution_rerank():
+    batch = make_batch([[DIALOGUE]], VOCAB)
+    beam = [hyp(WRONG, -1.0), hyp(RIGHT, -2.5), hyp(HALF, -3.0)]
+    scorer = FakeScorer({})
+    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, scorer=scorer)
+    assert scorer.asked == []  # WRONG and HALF both edit to RIGHT, which the beam holds
+    assert [h.score for h in out.n_best[0]] == [-2.5, -3.0, -1.0]
+    assert [h.score for h in out.n_best[0]] == [h.score for h in attribution_rerank(Hypotheses.from_n_best([beam]),
+                                                                                    batch, VOCAB).n_best[0]]
+
+
+def test_the_name_is_copied_from_the_speakers_tag_not_an_earlier_mention():
+    tokens = "mike : dale , i will call you in 2 hours . dale : sorry , i can't talk now".split()
+    batch = make_batch([[tokens]], VOCAB)
+    tags = speaker_tags(batch, 0, ["mike", "dale"])
+    assert tags["mike"][0] == 0 and tags["dale"][0] == tokens.index("dale", 3)
+    assert tags["dale"][1] == VOCAB.id("dale")
+
+
+def test_role_names_leave_a_source_that_is_no_dialogue_alone_and_the_option_is_a_bool():
     batch = make_batch([[NEWS]], VOCAB)
-    beam = _beam_for_edits(monkeypatch, edited_logp=0.0, original_logp=-10.0)
-    out = rerank(Hypotheses.from_n_best([beam]), batch, VOCAB, role_names=True, model=object())
-    assert [h.score for h in out.n_best[0]] == [-1.0, -1.5]
+    scorer = FakeScorer({})
+    out = rerank(Hypotheses.from_n_best([[hyp(WRONG, -1.0), hyp(HALF, -1.5)]]), batch, VOCAB, scorer=scorer)
+    assert [h.score for h in out.n_best[0]] == [-1.0, -1.5] and scorer.asked == []
     with pytest.raises(ValueError, match="role_names must be true or false"):
         SearchConfig(role_names=1)
 
 
-def test_the_models_log_probability_of_a_sequence_is_the_beams_score_without_filters():
-    from agentsum.decoding.search import beam_search
-    from agentsum.models import build_model
-
+def _tiny_model(eos_bias: float = 0.0):
     torch.manual_seed(0)
     model = build_model({"type": "dca", "embedding_size": 8, "hidden_size": 12, "pointer": "single"},
                         len(VOCAB)).eval()
+    with torch.no_grad():
+        for layer in [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == len(VOCAB)]:
+            layer.bias[EOS_ID] += eos_bias
+    return model
+
+
+@pytest.mark.parametrize("eos_bias, settings", [
+    (1.25, dict(length_penalty=0.0, block_trigrams=False)),
+    (1.0, dict(length_penalty=1.0, repetition_penalty=1.5, repeat_window=2, min_length=3, min_length_ratio=0.5)),
+])
+def test_forced_scores_give_the_beams_own_scores_under_its_filters(eos_bias, settings):
+    # an EOS bias that has some hypotheses end and others cut at max_length
+    model = _tiny_model(eos_bias=eos_bias)
     batch = make_batch([[DIALOGUE], [NEWS]], VOCAB)
-    config = SearchConfig(beam_size=3, min_length=0, max_length=6, block_trigrams=False, length_penalty=0.0,
-                          min_length_ratio=None)
+    config = SearchConfig(beam_size=3, max_length=8, **{"min_length": 0, **settings})
     hyps = beam_search(model, batch, config)
-    for b, beam in enumerate(hyps.n_best):
-        sequences = [h.tokens + ([rerank_module.EOS_ID] if h.finished else []) for h in beam]
-        logp = sequence_logprobs(model, batch.select([b] * len(beam)), sequences)
-        assert logp == pytest.approx([h.score for h in beam], abs=1e-4)
+    flat = [(b, h) for b, beam in enumerate(hyps.n_best) for h in beam]
+    assert any(h.finished for _, h in flat) and not all(h.finished for _, h in flat)
+    scores = forced_scores(model, batch, [b for b, _ in flat], [h.tokens for _, h in flat],
+                           [h.finished for _, h in flat], config)
+    assert scores == pytest.approx([h.score for _, h in flat], abs=1e-5)
 
 
-def test_role_name_variants_read_by_a_real_model_keep_the_score_rule():
-    from agentsum.models import build_model
-
-    torch.manual_seed(0)
-    model = build_model({"type": "dca", "embedding_size": 8, "hidden_size": 12, "pointer": "single"},
-                        len(VOCAB)).eval()
+def test_forced_scores_forbid_what_the_search_forbids():
+    model = _tiny_model()
     batch = make_batch([[DIALOGUE]], VOCAB)
-    dialogue = dialogue_of(batch, 0)
-    beam = [hyp(WRONG, -1.0), hyp(HALF, -9.0)]
-    words = [VOCAB.decode(h.tokens) for h in beam]
-    variants = role_name_variants(model, beam, words, batch, 0, dialogue, length_penalty=1.0)
-    logp = sequence_logprobs(model, batch.select([0, 0]), [beam[0].tokens + [rerank_module.EOS_ID],
-                                                           variants[0].tokens + [rerank_module.EOS_ID]])
-    assert VOCAB.decode(variants[0].tokens) == RIGHT.split()
-    assert variants[0].score == pytest.approx(-1.0 + (logp[1] - logp[0]) / 14, abs=1e-5)
+    ids = lambda text: [VOCAB.id(w) for w in text.split()]  # noqa: E731
+    window = SearchConfig(beam_size=3, repeat_window=2, min_length=0, block_trigrams=False)
+    trigram = SearchConfig(beam_size=3, min_length=0)
+    repeated, fine = ids("mike will mike ."), ids("mike will call .")
+    assert forced_scores(model, batch, [0, 0], [repeated, fine], [True, True], window)[0] == float("-inf")
+    assert forced_scores(model, batch, [0, 0], [repeated, fine], [True, True], window)[1] > float("-inf")
+    twice = ids("mike will call . mike will call .")
+    assert forced_scores(model, batch, [0], [twice], [True], trigram) == [float("-inf")]
+    early = SearchConfig(beam_size=3, min_length=6, min_length_ratio=None)
+    assert forced_scores(model, batch, [0], [fine], [True], early) == [float("-inf")]  # EOS before min_length

@@ -699,24 +699,24 @@ def test_attribution_rerank_reaches_the_search_and_a_chat_is_summarized_with_it(
     assert r.status_code == 422 and "attribution_rerank" in r.text
 
 
-def test_role_names_reach_the_rerank_with_the_model_that_scores_the_edits(client, monkeypatch):
-    """role_names: true reaches the rerank, with the summarizer's model to score the edits and the
-    search's length penalty; left out, the model's setting (off) holds; a non-boolean is a 422."""
+def test_role_names_reach_the_rerank_with_a_scorer_of_the_edits(client, monkeypatch):
+    """role_names: true reaches the rerank with a scorer of edits (the search's forced scores);
+    left out, the model's setting (off) holds and no rerank runs; a non-boolean is a 422."""
     import agentsum.decoding.search
 
     chat = "Amanda: I baked cookies. Do you want some?\nJerry: Sure!\nAmanda: I'll bring you tomorrow :-)"
     reranked, real_rerank = [], agentsum.decoding.search.rerank
 
     def spy_rerank(hyps, batch, vocab, **kw):
-        reranked.append((kw["role_names"], kw["model"] is not None, kw["length_penalty"]))
+        reranked.append(callable(kw["scorer"]))
         return real_rerank(hyps, batch, vocab, **kw)
 
     monkeypatch.setattr(agentsum.decoding.search, "rerank", spy_rerank)
     r = client.post("/v1/summarize", json={"text": chat, "role_names": True, "beam_size": 3})
     assert r.status_code == 200 and r.json()["summaries"][0]["tokens"], r.text
-    assert reranked == [(True, True, 1.0)]
+    assert reranked == [True]
     r = client.post("/v1/summarize", json={"text": chat, "beam_size": 3})
-    assert r.status_code == 200 and reranked == [(True, True, 1.0)]  # off: no rerank at all
+    assert r.status_code == 200 and reranked == [True]  # off: no rerank at all
     r = client.post("/v1/summarize", json={"text": chat, "role_names": 1})
     assert r.status_code == 422 and "role_names" in r.text
 
