@@ -143,3 +143,6 @@ def test_search_options_reach_the_search_config():
     config = SearchConfig(**search_overrides(args))
     assert (config.ngram_block, config.repetition_penalty, config.beam_size) == (2, 1.3, 4)
     assert search_overrides(parser.parse_args([])) == {}
+    on = SearchConfig(**search_overrides(parser.parse_args(["--role-names", "on", "--attribution-rerank", "off"])))
+    assert (on.role_names, on.attribution_rerank) == (True, False)
+    assert search_overrides(parser.parse_args(["--role-names", "off"])) == {"role_names": False}
