@@ -47,7 +47,7 @@ from agentsum.data.batch import Batch
 from agentsum.data.numerals import SCALES, is_numeral
 from agentsum.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
 from agentsum.decoding.constraints import ClaimConstraints
-from agentsum.decoding.copying import copy_positions
+from agentsum.decoding.copying import copy_positions, padded_ids
 from agentsum.decoding.rerank import rerank
 from agentsum.models.base import Attention, Selectable, StepAttention, StepModel
 
@@ -727,11 +727,7 @@ def forced_scores(model: StepModel, batch: Batch, docs: list[int], sequences: li
     doc_min = _doc_min_lengths(sub, config, device)
     steps = [len(seq) + int(f) for seq, f in zip(sequences, finished)]
     N, T = len(sequences), max(steps)
-    targets = torch.full((N, T), PAD_ID, dtype=torch.long, device=device)
-    for k, (seq, f) in enumerate(zip(sequences, finished)):
-        ended = list(seq) + ([EOS_ID] if f else [])
-        if ended:
-            targets[k, : len(ended)] = torch.as_tensor(ended, dtype=torch.long, device=device)
+    targets = padded_ids([list(seq) + [EOS_ID] * bool(f) for seq, f in zip(sequences, finished)], device)
     lengths = torch.tensor(steps, device=device)
     width = model.vocab_size + sub.max_oov
     n_oov = torch.tensor([len(o) for o in sub.oov_words], device=device)[rows]
