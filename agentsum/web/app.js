@@ -34,7 +34,7 @@
   // The on/off search settings: a box and the request field (and /v1/model search_defaults key) it sets.
   const SWITCHES = [["#numbers", "numbers_from_source"], ["#figure-grammar", "figure_grammar"],
     ["#source-periods", "source_periods"], ["#numbers-in-context", "numbers_in_context"],
-    ["#attribution-rerank", "attribution_rerank"]];
+    ["#attribution-rerank", "attribution_rerank"], ["#role-names", "role_names"]];
 
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, cls, text) => {

@@ -750,7 +750,8 @@ window.fetch = async (url, options) => {
 };
 """
 CLAIM_BOXES = {"figure-grammar": "figure_grammar", "source-periods": "source_periods",
-               "numbers-in-context": "numbers_in_context", "attribution-rerank": "attribution_rerank"}
+               "numbers-in-context": "numbers_in_context", "attribution-rerank": "attribution_rerank",
+               "role-names": "role_names"}
 
 
 def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(server, driver):
@@ -774,7 +775,7 @@ def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(se
         boxes = {key: driver.find_element(By.ID, box) for box, key in CLAIM_BOXES.items()}
         assert {key: box.is_selected() for key, box in boxes.items()} == {
             "figure_grammar": False, "source_periods": True, "numbers_in_context": False,
-            "attribution_rerank": False}
+            "attribution_rerank": False, "role_names": False}
         for box in boxes.values():
             tooltip = box.find_element(By.XPATH, "./ancestor::*[@title][1]").get_attribute("title")
             assert tooltip.endswith(".") and tooltip.count(". ") == 0, tooltip
@@ -782,10 +783,11 @@ def test_the_claim_boxes_start_as_the_model_decodes_and_a_changed_one_is_sent(se
         driver.find_element(By.ID, "article").send_keys(_article())
         boxes["figure_grammar"].click()
         boxes["source_periods"].click()
+        boxes["role_names"].click()
         driver.find_element(By.ID, "summarize").click()
         wait.until(lambda d: "Done" in d.find_element(By.ID, "status").text)
         (body,) = driver.execute_script("return window.sent;")
-        assert body["figure_grammar"] is True and body["source_periods"] is False
+        assert body["figure_grammar"] is True and body["source_periods"] is False and body["role_names"] is True
         assert "numbers_in_context" not in body and "numbers_from_source" not in body
 
         # back at the model's default: nothing sent for it
