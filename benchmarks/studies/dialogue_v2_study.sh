@@ -5,7 +5,8 @@
 # DialogSum); validation is SAMSum rows 100-813 (coverage, NLL) and rows 100-299 (RL, greedy ROUGE-L),
 # never the labelled rows 0-99.
 #
-#   bash benchmarks/studies/dialogue_v2_study.sh cov           # 2 processes, COV_MINUTES (20)
+#   bash benchmarks/studies/dialogue_v2_study.sh cov           # 2 processes, COV_MINUTES (20), from BASE at COV_LR
+#   BASE=runs/avg.pt COV_LR=3e-4 ROOT=runs/dialogue-v2b bash benchmarks/studies/dialogue_v2_study.sh cov
 #   bash benchmarks/studies/dialogue_v2_study.sh rl            # 1 process, RL_MINUTES (25), attribution reward LAMBDA (0.2)
 #   bash benchmarks/studies/dialogue_v2_study.sh score cov     # or score rl: validation and the labelled rows' summaries
 set -euo pipefail
@@ -13,6 +14,8 @@ cd "$(dirname "$0")/../.."
 MODE=${1:?cov, rl or score}
 ROOT=${ROOT:-runs/dialogue-v2}
 COV_MINUTES=${COV_MINUTES:-20}
+BASE=${BASE:-runs/dialogue-large/checkpoints/best.pt}  # or the mean of its last checkpoints (agentsum average)
+COV_LR=${COV_LR:-1e-3}
 RL_MINUTES=${RL_MINUTES:-25}
 LAMBDA=${LAMBDA:-0.2}
 SAMSUM=../shared/data/samsum
@@ -26,7 +29,7 @@ mkdir -p "$ROOT"
 case $MODE in
   cov)
     torchrun --standalone --nproc_per_node 2 -m agentsum.cli train --config dialogue-large \
-        --init-from runs/dialogue-large/checkpoints/best.pt --run-dir "$ROOT/cov" --set train.resume=null \
+        --init-from "$BASE" --run-dir "$ROOT/cov" --set train.resume=null --set train.lr="$COV_LR" \
         --set model.coverage=true --set data.train=$SAMSUM/train.jsonl --set train.max_minutes="$COV_MINUTES" \
         --set train.valid_every=250 >> "$ROOT/cov.log" 2>&1 ;;
   rl)
