@@ -119,6 +119,21 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, "module", model)
 
 
-def teardown() -> None:
-    if dist.is_initialized():
-        dist.destroy_process_group()
+def teardown(clean: bool = True) -> None:
+    """Leave the process group.
+
+    On a clean end (``clean``: this process finished its work) every process first meets the others in
+    a barrier, so that all of them destroy the group together: a process that destroyed its group and
+    exited while another still held its own would close the gloo connections under the other's
+    transport threads, and that process could abort as it exits ("terminate called without an active
+    exception", exit -6) after a run that had finished and saved everything. A process leaving on an
+    error does not wait: the others are told by the closed connections (or the launcher stops them),
+    and a barrier that fails because a peer is gone changes nothing here."""
+    if not dist.is_initialized():
+        return
+    if clean:
+        try:
+            dist.barrier()
+        except RuntimeError:  # DistError and its kinds among them
+            pass  # a peer left first; this process's own work is done and saved
+    dist.destroy_process_group()

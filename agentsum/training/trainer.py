@@ -680,10 +680,16 @@ def train(config: Config, *, resume: str | None = None, init_from: str | None = 
     """Train ``config``. ``resume``: a checkpoint to continue from, or ``auto`` (see
     :mod:`agentsum.training.resuming`)."""
     trainer = None
+    finished = False
     try:
         trainer = Trainer(config, resume=resume, init_from=init_from)
-        return trainer.run()
+        best = trainer.run()
+        finished = True
+        return best
     finally:
         if trainer is not None and trainer.lock is not None:
             trainer.lock.release()
-        distributed.teardown()
+        # The DDP wrapper holds the process group: drop it first, so that teardown destroys the group
+        # here, with every process still in it, and not when this frame is gone.
+        trainer = None
+        distributed.teardown(clean=finished)

@@ -133,6 +133,66 @@ def test_the_trainer_passes_train_dist_timeout_minutes(tmp_path, monkeypatch):
     assert load_config("tiny").train.dist_timeout_minutes == 60
 
 
+def _recording_dist(monkeypatch, barrier_error=None):
+    from agentsum.training import distributed
+
+    calls = []
+
+    def barrier():
+        calls.append("barrier")
+        if barrier_error is not None:
+            raise barrier_error
+
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: "destroy" not in calls)
+    monkeypatch.setattr(distributed.dist, "barrier", barrier)
+    monkeypatch.setattr(distributed.dist, "destroy_process_group", lambda: calls.append("destroy"))
+    return distributed, calls
+
+
+def test_teardown_meets_the_other_processes_before_destroying_the_group_on_a_clean_end(monkeypatch):
+    distributed, calls = _recording_dist(monkeypatch)
+    distributed.teardown()
+    assert calls == ["barrier", "destroy"]
+    distributed.teardown()  # once left, a second call does nothing
+    assert calls == ["barrier", "destroy"]
+
+
+def test_teardown_after_an_error_does_not_wait_and_a_failed_barrier_still_destroys(monkeypatch):
+    distributed, calls = _recording_dist(monkeypatch)
+    distributed.teardown(clean=False)
+    assert calls == ["destroy"]
+    import torch.distributed as dist
+
+    distributed, calls = _recording_dist(monkeypatch, barrier_error=dist.DistNetworkError("peer closed"))
+    distributed.teardown()
+    assert calls == ["barrier", "destroy"]
+
+
+def test_train_frees_the_trainer_before_teardown_and_says_whether_it_finished(tmp_path, monkeypatch):
+    import gc
+
+    from agentsum.config import load_config
+    from agentsum.training import distributed, trainer as trainer_module
+
+    corpus = write_jsonl(tmp_path / "train.jsonl", synthetic_rows(16))
+    seen = []
+
+    def teardown(clean=True):
+        gc.collect()
+        seen.append((clean, sum(type(o) is trainer_module.Trainer for o in gc.get_objects())))
+
+    monkeypatch.setattr(distributed, "teardown", teardown)
+    items = [f"data.train={corpus}", "data.valid=null", f"train.run_dir={tmp_path / 'run'}", "train.max_steps=2",
+             "train.valid_every=2", "train.tensorboard=false"]
+    trainer_module.train(load_config("tiny", items))
+    # the trainer (and the DDP wrapper holding the process group) is gone when the group is destroyed
+    assert seen == [(True, 0)]
+    monkeypatch.setattr(trainer_module.Trainer, "run", lambda self: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        trainer_module.train(load_config("tiny", items[:-3] + [f"train.run_dir={tmp_path / 'run2'}"]))
+    assert seen[-1][0] is False
+
+
 def test_ddp_does_not_rebroadcast_buffers(tmp_path):
     import torch.distributed as dist
 
