@@ -156,6 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_options(p)
     p.add_argument("--order", type=int, default=4, help="n-gram order (default 4)")
     p.add_argument("--out", help="the file to write (default: NAME.lm.json.gz beside the checkpoint)")
+    p = sub.add_parser("nll", help="validation NLL of checkpoints on a corpus (to choose a checkpoint or an average)",
+                       description="Teacher-forced negative log-likelihood per reference-summary token (eq 17) of each "
+                                   "checkpoint on DATA, computed as training's validation computes valid_nll, with "
+                                   "each checkpoint's own data settings and coverage: for choosing among a run's "
+                                   "checkpoints, or between them and their mean (agentsum average), on data held "
+                                   "apart from what you report.",
+                       epilog=EPILOG_DATA)
+    p.add_argument("checkpoints", nargs="+", metavar="CKPT", help=".pt checkpoints (or shipped models' names)")
+    add_data_options(p)
+    p.add_argument("--batch-size", type=int, default=16, help="documents per batch (default 16; any size gives the "
+                                                              "same value)")
+    add_device_option(p)
     sub.add_parser("models", help="list the models shipped with agentsum (--model NAME)",
                    description="List the models shipped with agentsum, by the name --model and Summarizer(NAME) "
                                "take: whether this installation holds the file, its size, what the model is for "
@@ -614,6 +626,32 @@ def cmd_average(args) -> int:
     return 0
 
 
+def cmd_nll(args) -> int:
+    import torch
+
+    from agentsum.data.dataset import load_documents
+    from agentsum.summarizer import Summarizer
+    from agentsum.training.monitor import log
+    from agentsum.training.trainer import validation_nll
+
+    results = []
+    for name in args.checkpoints:
+        summarizer = Summarizer(name, device=args.device)
+        docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=log)
+        if not any(d.summary for d in docs):
+            raise ConfigError(f"{args.data}: no reference summaries to score")
+        with torch.no_grad():
+            nll = validation_nll(summarizer.model, docs, summarizer.vocab, args.batch_size)
+        step = summarizer.metadata.get("step")
+        print(f"{name}: NLL {nll:.4f} per summary token on {len(docs):,} documents"
+              + (f" (step {step:,})" if isinstance(step, int) else ""), flush=True)
+        results.append((nll, name))
+    if len(results) > 1:
+        best, name = min(results)
+        print(f"lowest: {name} ({best:.4f})")
+    return 0
+
+
 def cmd_models(args) -> int:
     from agentsum.checkpoint import DEFAULT_NAME, SHIPPED_MODELS, CheckpointError, read_checkpoint, shipped_path
 
@@ -660,7 +698,7 @@ def _checkpoint_facts(state: dict) -> str:
 
 
 COMMANDS = {"train": cmd_train, "prepare": cmd_prepare, "summarize": cmd_summarize, "evaluate": cmd_evaluate, "lead3": cmd_lead3,
-            "extract": cmd_extract, "export": cmd_export, "average": cmd_average, "models": cmd_models,
+            "extract": cmd_extract, "export": cmd_export, "average": cmd_average, "nll": cmd_nll, "models": cmd_models,
             "fit-lm": cmd_fit_lm}
 
 

@@ -46,3 +46,32 @@ def test_average_refuses_checkpoints_of_different_models(tiny_run, tmp_path):
     with pytest.raises(CheckpointError, match="at least two"):
         average_checkpoints([files[0]], tmp_path / "out.pt")
     assert main(["average", str(files[0]), str(tmp_path / "missing.pt"), "--out", str(tmp_path / "o.pt")]) == 2
+
+
+def test_nll_gives_each_checkpoint_the_validation_nll_training_logged(tiny_run, tmp_path, capsys):
+    """`agentsum nll` on the run's validation file reproduces the valid_nll logged at each checkpoint's
+    step, and names the lowest; the mean of the checkpoints gets a value of its own."""
+    import json
+    import re
+
+    files = step_files(tiny_run)
+    logged = {}
+    for line in (tiny_run["run_dir"] / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if "valid_nll" in record:
+            logged[record["step"]] = record["valid_nll"]
+    avg = tmp_path / "avg.pt"
+    assert main(["average", *map(str, files), "--out", str(avg)]) == 0
+    capsys.readouterr()
+    assert main(["nll", *map(str, files), str(avg), "--data", tiny_run["test"], "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    values = {}
+    for f in [*files, avg]:
+        (match,) = re.findall(rf"^{re.escape(str(f))}: NLL ([0-9.]+) per summary token on 6 documents", out, re.M)
+        values[f] = float(match)
+    for f in files:
+        step = read_checkpoint(f)["step"]
+        assert values[f] == pytest.approx(logged[step], abs=1e-4), f.name
+    lowest = min(values, key=values.get)
+    assert f"lowest: {lowest} " in out
+    assert len(set(values.values())) == len(values)  # every checkpoint, and the mean, scored on its own weights
