@@ -10,6 +10,16 @@ that wrote each position, joined by ``+``; ``summary1``, ...) is written apart, 
         --labelled benchmarks/results/samsum/labels/labels.jsonl \\
         --system lm-0.1=runs/lm/labelled/w-0.1.txt --system control-1=runs/speaker/control-1/labelled-text/summaries.txt \\
         --batches 7 --out runs/labels/round2
+
+``--relabel NAME=SYSTEM`` shows a labelled system's texts again, under a new name, to be labelled
+afresh beside the new ones (the same labeller judges them side by side: a comparison that does not
+depend on how strict each labeller is). Then no text inherits labels. The second round of the larger
+dialogue model was made so, with large2-cov beside v1 and large-cov (seed 71, 3 batches):
+
+    python benchmarks/studies/label_batches.py --dialogues runs/labels/valid100.jsonl \
+        --labelled benchmarks/results/samsum/labels/labels.jsonl --labelled benchmarks/results/samsum/labels/levers.jsonl \
+        --system large2-cov=runs/dialogue-v2b/cov-labelled-text/summaries.txt \
+        --relabel v1-recheck-7=v1 --relabel large-cov-recheck=large-cov --batches 3 --seed 71 --out runs/labels/large2-cov
 """
 
 from __future__ import annotations
@@ -24,17 +34,30 @@ from pathlib import Path
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dialogues", required=True)
-    p.add_argument("--labelled", required=True)
+    p.add_argument("--labelled", action="append", required=True, help="labels (JSONL); may be given more than once")
     p.add_argument("--system", action="append", required=True, metavar="NAME=FILE")
+    p.add_argument("--relabel", action="append", default=[], metavar="NAME=SYSTEM",
+                   help="a labelled system's texts, shown again under NAME to be labelled afresh")
     p.add_argument("--batches", type=int, default=4)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     dialogues = [json.loads(line) for line in open(args.dialogues, encoding="utf-8")]
     known: dict[tuple[str, str], dict] = {}
-    for line in open(args.labelled, encoding="utf-8"):
-        r = json.loads(line)
-        known.setdefault((r["id"], r["summary"]), r)
+    written: dict[tuple[str, str], str] = {}  # (system, dialogue id) -> its labelled text
+    for path in args.labelled:
+        for line in open(path, encoding="utf-8"):
+            r = json.loads(line)
+            known.setdefault((r["id"], r["summary"]), r)
+            written.setdefault((r["system"], r["id"]), r["summary"])
+    relabel = {}
+    for spec in args.relabel:
+        name, system = spec.split("=", 1)
+        missing = [d["id"] for d in dialogues if (system, d["id"]) not in written]
+        if missing:
+            raise SystemExit(f"--relabel {spec}: {system} has no label for {len(missing)} dialogue(s), "
+                             f"e.g. {missing[0]}")
+        relabel[name] = [written[(system, d["id"])] for d in dialogues]
     systems = {}
     for spec in args.system:
         name, path = spec.split("=", 1)
@@ -47,9 +70,11 @@ def main(argv=None) -> int:
     keys, batches, inherited = [], [[] for _ in range(args.batches)], []
     for row, d in enumerate(dialogues):
         texts: dict[str, list[str]] = {}
+        for name, lines in relabel.items():
+            texts.setdefault(lines[row], []).append(name)
         for name, lines in systems.items():
             text = lines[row]
-            if (d["id"], text) in known:
+            if not relabel and (d["id"], text) in known:
                 inherited.append({**known[(d["id"], text)], "system": name})
             else:
                 texts.setdefault(text, []).append(name)
