@@ -634,10 +634,12 @@ def cmd_nll(args) -> int:
     from agentsum.training.monitor import log
     from agentsum.training.trainer import validation_nll
 
-    results = []
+    results, readings = [], set()
     for name in args.checkpoints:
-        summarizer = Summarizer(name, device=args.device)
-        docs = load_documents(data_source(args), data_settings(args, summarizer.config.data), warn=log)
+        summarizer = Summarizer(name, device=args.device, quantize="none")  # as training scores: in float
+        data = data_settings(args, summarizer.config.data)
+        readings.add((tuple(summarizer.vocab.itos), repr(data)))
+        docs = load_documents(data_source(args), data, warn=log)
         if not any(d.summary for d in docs):
             raise ConfigError(f"{args.data}: no reference summaries to score")
         with torch.no_grad():
@@ -646,9 +648,12 @@ def cmd_nll(args) -> int:
         print(f"{name}: NLL {nll:.4f} per summary token on {len(docs):,} documents"
               + (f" (step {step:,})" if isinstance(step, int) else ""), flush=True)
         results.append((nll, name))
-    if len(results) > 1:
+    if len(results) > 1 and len(readings) == 1:
         best, name = min(results)
         print(f"lowest: {name} ({best:.4f})")
+    elif len(results) > 1:
+        print("no lowest: the checkpoints have other vocabularies or data settings, so their values per token "
+              "are not comparable")
     return 0
 
 

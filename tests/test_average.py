@@ -75,3 +75,10 @@ def test_nll_gives_each_checkpoint_the_validation_nll_training_logged(tiny_run, 
     lowest = min(values, key=values.get)
     assert f"lowest: {lowest} " in out
     assert len(set(values.values())) == len(values)  # every checkpoint, and the mean, scored on its own weights
+
+
+def test_nll_names_no_lowest_among_checkpoints_of_other_vocabularies(tiny_run, capsys):
+    assert main(["nll", str(tiny_run["checkpoint"]), "dialogue", "--data", tiny_run["test"], "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" per summary token on 6 documents") == 2
+    assert "\nlowest:" not in out and "no lowest: the checkpoints have other vocabularies" in out

@@ -122,18 +122,20 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 def teardown(clean: bool = True) -> None:
     """Leave the process group.
 
-    On a clean end (``clean``: this process finished its work) every process first meets the others in
-    a barrier, so that all of them destroy the group together: a process that destroyed its group and
-    exited while another still held its own would close the gloo connections under the other's
-    transport threads, and that process could abort as it exits ("terminate called without an active
-    exception", exit -6) after a run that had finished and saved everything. A process leaving on an
-    error does not wait: the others are told by the closed connections (or the launcher stops them),
-    and a barrier that fails because a peer is gone changes nothing here."""
+    ``clean``: every process ends as this one does (the run finished, or all of them stopped together
+    on a signal and saved). Then each first meets the others in a barrier, so that they destroy the
+    group together. Without it a process could destroy its group and exit while another was still
+    leaving, and the other could abort as it exits ("terminate called without an active exception",
+    exit -6) after a run that had saved everything: the likely cause of such an abort seen under
+    torchrun with gloo, which the barrier should prevent. A process leaving on an error does not
+    wait. With gloo, a barrier whose peer is gone fails at once (a RuntimeError, "Connection closed
+    by peer"), and the group is destroyed all the same; with NCCL it would wait up to
+    ``train.dist_timeout_minutes``, unless the launcher stops the process first."""
     if not dist.is_initialized():
         return
     if clean:
         try:
             dist.barrier()
-        except RuntimeError:  # DistError and its kinds among them
+        except RuntimeError:  # DistError is one; gloo's closed connection is a plain RuntimeError
             pass  # a peer left first; this process's own work is done and saved
     dist.destroy_process_group()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import math
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -581,6 +583,7 @@ class Trainer:
                 self._message(f"stopped at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
                 self.save_last()
                 self.ctx.barrier()
+                self.stopped_together = True  # every process saved and met here: they leave the group together
                 raise KeyboardInterrupt(f"signal {signals.requested}")
             if self.step % train_config.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
@@ -680,16 +683,24 @@ def train(config: Config, *, resume: str | None = None, init_from: str | None = 
     """Train ``config``. ``resume``: a checkpoint to continue from, or ``auto`` (see
     :mod:`agentsum.training.resuming`)."""
     trainer = None
-    finished = False
+    together = False  # every process ends here as this one does: at max_steps, the minutes cap or a signal stop
     try:
         trainer = Trainer(config, resume=resume, init_from=init_from)
         best = trainer.run()
-        finished = True
+        together = True
         return best
+    except KeyboardInterrupt as e:
+        together = getattr(trainer, "stopped_together", False)
+        if together:  # the traceback's frames of run() hold the trainer: let it go (the lines stay)
+            traceback.clear_frames(e.__traceback__)
+        raise
     finally:
         if trainer is not None and trainer.lock is not None:
             trainer.lock.release()
-        # The DDP wrapper holds the process group: drop it first, so that teardown destroys the group
-        # here, with every process still in it, and not when this frame is gone.
+        # The trainer (its DDP wrapper holds the process group) sits in reference cycles: free it
+        # before the group is destroyed, so that the group's objects go while every process is in
+        # it, not at some later collection or as the interpreter exits. On an error the traceback
+        # still holds it; that process leaves without waiting anyway.
         trainer = None
-        distributed.teardown(clean=finished)
+        gc.collect()
+        distributed.teardown(clean=together)

@@ -4,7 +4,7 @@ Per dialogue, the distinct texts that the given systems wrote and that are not a
 for that dialogue (in ``--labelled``: a text identical to a labelled one takes its labels), in a
 random order (``--seed``), unnamed. The key (``id``, ``row``, ``"1"``, ``"2"``, ...: the systems
 that wrote each position, joined by ``+``; ``summary1``, ...) is written apart, for
-``merge_labels.py``; ``--inherit`` writes the inherited labels of identical texts.
+``merge_labels.py``; ``inherited.jsonl`` holds the inherited labels of identical texts.
 
     python benchmarks/studies/label_batches.py --dialogues runs/labels/valid100.jsonl \\
         --labelled benchmarks/results/samsum/labels/labels.jsonl \\
@@ -16,9 +16,9 @@ afresh beside the new ones (the same labeller judges them side by side: a compar
 depend on how strict each labeller is). Then no text inherits labels. The second round of the larger
 dialogue model was made so, with large2-cov beside v1 and large-cov (seed 71, 3 batches):
 
-    python benchmarks/studies/label_batches.py --dialogues runs/labels/valid100.jsonl \
-        --labelled benchmarks/results/samsum/labels/labels.jsonl --labelled benchmarks/results/samsum/labels/levers.jsonl \
-        --system large2-cov=runs/dialogue-v2b/cov-labelled-text/summaries.txt \
+    python benchmarks/studies/label_batches.py --dialogues runs/labels/valid100.jsonl \\
+        --labelled benchmarks/results/samsum/labels/labels.jsonl --labelled benchmarks/results/samsum/labels/levers.jsonl \\
+        --system large2-cov=runs/dialogue-v2b/cov-labelled-text/summaries.txt \\
         --relabel v1-recheck-7=v1 --relabel large-cov-recheck=large-cov --batches 3 --seed 71 --out runs/labels/large2-cov
 """
 
@@ -37,7 +37,8 @@ def main(argv=None) -> int:
     p.add_argument("--labelled", action="append", required=True, help="labels (JSONL); may be given more than once")
     p.add_argument("--system", action="append", required=True, metavar="NAME=FILE")
     p.add_argument("--relabel", action="append", default=[], metavar="NAME=SYSTEM",
-                   help="a labelled system's texts, shown again under NAME to be labelled afresh")
+                   help="a labelled system's texts, shown again under NAME to be labelled afresh; with it, "
+                        "no text inherits labels (the new systems' texts are labelled beside these)")
     p.add_argument("--batches", type=int, default=4)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--out", required=True)
@@ -51,6 +52,12 @@ def main(argv=None) -> int:
             known.setdefault((r["id"], r["summary"]), r)
             written.setdefault((r["system"], r["id"]), r["summary"])
     relabel = {}
+    for spec in args.system + args.relabel:
+        name = spec.split("=", 1)[0]
+        if "=" not in spec or not name or "+" in name:
+            raise SystemExit(f"{spec!r}: give NAME=FILE (--system) or NAME=SYSTEM (--relabel), a NAME without '+'")
+        if any(name == n for (n, _) in written):
+            raise SystemExit(f"{spec!r}: {name} is already labelled in --labelled; give the new labels another name")
     for spec in args.relabel:
         name, system = spec.split("=", 1)
         missing = [d["id"] for d in dialogues if (system, d["id"]) not in written]

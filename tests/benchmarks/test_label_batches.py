@@ -61,3 +61,23 @@ def test_relabel_of_a_system_without_labels_for_every_dialogue_is_refused(labell
     with pytest.raises(SystemExit, match="other has no label for 2 dialogue"):
         label_batches.main(["--dialogues", dialogues, "--labelled", labels, "--system", f"new={new}",
                             "--relabel", "x=other", "--out", str(tmp / "out")])
+
+
+@pytest.mark.parametrize("spec, message", [("--relabel=v1=v1", "v1 is already labelled"),
+                                           ("--relabel=a+b=v1", "a NAME without '\\+'"),
+                                           ("--system=nofile", "give NAME=FILE")])
+def test_names_that_would_mix_with_labelled_ones_or_split_wrongly_are_refused(labelled, spec, message):
+    tmp, dialogues, labels, new = labelled
+    with pytest.raises(SystemExit, match=message):
+        label_batches.main(["--dialogues", dialogues, "--labelled", labels, "--system", f"new={new}", spec,
+                            "--out", str(tmp / "out")])
+
+
+def test_labels_are_read_from_every_labelled_file(labelled):
+    tmp, dialogues, labels, new = labelled
+    more = _jsonl(tmp / "more.jsonl", [{"id": "b", "system": "big", "summary": "B says yo.", "wrong_person": False}])
+    out = tmp / "out"
+    assert label_batches.main(["--dialogues", dialogues, "--labelled", labels, "--labelled", more,
+                               "--system", f"new={new}", "--batches", "1", "--out", str(out)]) == 0
+    assert _read(out / "key.jsonl") == []  # row a from the first file, row b from the second
+    assert sorted(r["id"] for r in _read(out / "inherited.jsonl")) == ["a", "b"]
