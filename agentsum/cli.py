@@ -634,12 +634,14 @@ def cmd_nll(args) -> int:
     from agentsum.training.monitor import log
     from agentsum.training.trainer import validation_nll
 
-    results, readings = [], set()
+    results, readings, prepared = [], set(), {}
     for name in args.checkpoints:
         summarizer = Summarizer(name, device=args.device, quantize="none")  # as training scores: in float
         data = data_settings(args, summarizer.config.data)
         readings.add((tuple(summarizer.vocab.itos), repr(data)))
-        docs = load_documents(data_source(args), data, warn=log)
+        if repr(data) not in prepared:  # a run's checkpoints share their data settings: read the corpus once
+            prepared[repr(data)] = load_documents(data_source(args), data, warn=log)
+        docs = prepared[repr(data)]
         if not any(d.summary for d in docs):
             raise ConfigError(f"{args.data}: no reference summaries to score")
         with torch.no_grad():
