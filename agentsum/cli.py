@@ -634,23 +634,23 @@ def cmd_nll(args) -> int:
     from agentsum.training.monitor import log
     from agentsum.training.trainer import validation_nll
 
-    results, readings, prepared = [], set(), {}
+    results, vocabularies, prepared = [], set(), {}  # prepared: documents by data settings (a run's share them)
     for name in args.checkpoints:
         summarizer = Summarizer(name, device=args.device, quantize="none")  # as training scores: in float
         data = data_settings(args, summarizer.config.data)
-        readings.add((tuple(summarizer.vocab.itos), repr(data)))
-        if repr(data) not in prepared:  # a run's checkpoints share their data settings: read the corpus once
+        vocabularies.add(tuple(summarizer.vocab.itos))
+        if repr(data) not in prepared:
             prepared[repr(data)] = load_documents(data_source(args), data, warn=log)
+            if not any(d.summary for d in prepared[repr(data)]):
+                raise ConfigError(f"{args.data}: no reference summaries to score")
         docs = prepared[repr(data)]
-        if not any(d.summary for d in docs):
-            raise ConfigError(f"{args.data}: no reference summaries to score")
         with torch.no_grad():
             nll = validation_nll(summarizer.model, docs, summarizer.vocab, args.batch_size)
         step = summarizer.metadata.get("step")
         print(f"{name}: NLL {nll:.4f} per summary token on {len(docs):,} documents"
               + (f" (step {step:,})" if isinstance(step, int) else ""), flush=True)
         results.append((nll, name))
-    if len(results) > 1 and len(readings) == 1:
+    if len(results) > 1 and len(vocabularies) == len(prepared) == 1:
         best, name = min(results)
         print(f"lowest: {name} ({best:.4f})")
     elif len(results) > 1:

@@ -583,8 +583,7 @@ class Trainer:
                 self._message(f"stopped at step {self.step}; saving {self.ckpt_dir / 'last.pt'}")
                 self.save_last()
                 self.ctx.barrier()
-                self.stopped_together = True  # every process saved and met here: they leave the group together
-                raise KeyboardInterrupt(f"signal {signals.requested}")
+                raise StoppedTogether(f"signal {signals.requested}")
             if self.step % train_config.valid_every != 0 or self.step == 0:
                 self.validate_and_save()
         except KeyboardInterrupt:
@@ -608,6 +607,11 @@ class Trainer:
     def _message(self, text: str) -> None:
         if self.monitor is not None:
             self.monitor.message(text)
+
+
+class StoppedTogether(KeyboardInterrupt):
+    """A signal stop between two steps: every process saved and met in a barrier, so they leave the
+    process group together (:func:`train`). A KeyboardInterrupt, as any stop is (exit 130)."""
 
 
 class _stop_after_step:
@@ -689,10 +693,9 @@ def train(config: Config, *, resume: str | None = None, init_from: str | None = 
         best = trainer.run()
         together = True
         return best
-    except KeyboardInterrupt as e:
-        together = getattr(trainer, "stopped_together", False)
-        if together:  # the traceback's frames of run() hold the trainer: let it go (the lines stay)
-            traceback.clear_frames(e.__traceback__)
+    except StoppedTogether as e:
+        together = True
+        traceback.clear_frames(e.__traceback__)  # its frames of run() hold the trainer: let it go (the lines stay)
         raise
     finally:
         if trainer is not None and trainer.lock is not None:

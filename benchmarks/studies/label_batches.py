@@ -13,8 +13,10 @@ that wrote each position, joined by ``+``; ``summary1``, ...) is written apart, 
 
 ``--relabel NAME=SYSTEM`` shows a labelled system's texts again, under a new name, to be labelled
 afresh beside the new ones (the same labeller judges them side by side: a comparison that does not
-depend on how strict each labeller is). Then no text inherits labels. The second round of the larger
-dialogue model was made so, with large2-cov beside v1 and large-cov (seed 71, 3 batches):
+depend on how strict each labeller is). Then no text inherits labels. The larger dialogue model's
+second round was labelled by this rule, large2-cov beside v1 and large-cov (3 batches, seed 71),
+from batches made by an earlier script; this command makes such batches, not necessarily in the
+same order:
 
     python benchmarks/studies/label_batches.py --dialogues runs/labels/valid100.jsonl \\
         --labelled benchmarks/results/samsum/labels/labels.jsonl --labelled benchmarks/results/samsum/labels/levers.jsonl \\
@@ -51,12 +53,12 @@ def main(argv=None) -> int:
             r = json.loads(line)
             known.setdefault((r["id"], r["summary"]), r)
             written.setdefault((r["system"], r["id"]), r["summary"])
-    relabel = {}
+    relabel, labelled_systems = {}, {system for system, _ in written}
     for spec in args.system + args.relabel:
         name = spec.split("=", 1)[0]
         if "=" not in spec or not name or "+" in name:
             raise SystemExit(f"{spec!r}: give NAME=FILE (--system) or NAME=SYSTEM (--relabel), a NAME without '+'")
-        if any(name == n for (n, _) in written):
+        if name in labelled_systems:
             raise SystemExit(f"{spec!r}: {name} is already labelled in --labelled; give the new labels another name")
     for spec in args.relabel:
         name, system = spec.split("=", 1)

@@ -182,22 +182,20 @@ def test_train_frees_the_trainer_before_teardown_and_says_whether_every_process_
         # no collection here: a trainer left in an uncollected reference cycle is still counted
         seen.append((clean, sum(type(o) is trainer_module.Trainer for o in gc.get_objects())))
 
+    def train(run: str, max_steps: int = 2):
+        trainer_module.train(load_config("tiny", [f"data.train={corpus}", "data.valid=null",
+                                                  f"train.run_dir={tmp_path / run}", f"train.max_steps={max_steps}",
+                                                  "train.valid_every=2", "train.tensorboard=false"]))
+
     monkeypatch.setattr(distributed, "teardown", teardown)
     # automatic collection off: the trainer's reference cycles are freed by train() or not at all
     if gc.isenabled():
         gc.disable()
         request.addfinalizer(gc.enable)
-    items = [f"data.train={corpus}", "data.valid=null", f"train.run_dir={tmp_path / 'run'}", "train.max_steps=2",
-             "train.valid_every=2", "train.tensorboard=false"]
-    trainer_module.train(load_config("tiny", items))
+    train("finished")
     # the trainer (and the DDP wrapper holding the process group) is gone when the group is destroyed
     assert seen == [(True, 0)]
-    monkeypatch.setattr(trainer_module.Trainer, "run", lambda self: (_ for _ in ()).throw(RuntimeError("boom")))
-    with pytest.raises(RuntimeError, match="boom"):
-        trainer_module.train(load_config("tiny", items[:-3] + [f"train.run_dir={tmp_path / 'run2'}"]))
-    assert seen[-1][0] is False
-    monkeypatch.undo()
-    monkeypatch.setattr(distributed, "teardown", teardown)
+
     # a signal stop: every process finishes its step, saves and meets the others, then leaves together
     real_init = trainer_module.Trainer.__init__
 
@@ -213,10 +211,19 @@ def test_train_frees_the_trainer_before_teardown_and_says_whether_every_process_
         self.objective = signalled
 
     monkeypatch.setattr(trainer_module.Trainer, "__init__", signalled_init)
-    with pytest.raises(KeyboardInterrupt):
-        trainer_module.train(load_config("tiny", items[:-3] + [f"train.run_dir={tmp_path / 'run3'}",
-                                                                "train.max_steps=50", "train.tensorboard=false"]))
+    with pytest.raises(trainer_module.StoppedTogether):
+        train("stopped", max_steps=50)
     assert seen[-1] == (True, 0)
+    monkeypatch.setattr(trainer_module.Trainer, "__init__", real_init)
+
+    # an error: this process leaves without waiting for the others
+    def failing_run(self):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(trainer_module.Trainer, "run", failing_run)
+    with pytest.raises(RuntimeError, match="boom"):
+        train("failed")
+    assert seen[-1][0] is False
 
 
 def test_ddp_does_not_rebroadcast_buffers(tmp_path):
