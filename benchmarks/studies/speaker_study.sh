@@ -9,6 +9,8 @@
 #   speakers-S     the same with one agent per participant (data.agent_split: speakers, at most 8 agents),
 #                  their messages on (model.communication) and the multi-agent pointer; eq 10's contextual
 #                  agent attention stays off, as its output layer would not fit the shipped model's, seed S
+#   names-S        the control's settings on SAMSum's training dialogues plus a copy of each with its
+#                  participants renamed (benchmarks/studies/name_copies.py --seed S, agentsum.data.names), seed S
 #
 # Validation during training (NLL, the checkpoints) uses SAMSum validation rows 100-299, never the
 # labelled rows 0-99. Each run is stopped once its process has had MINUTES of CPU (cpu_clock.py);
@@ -35,13 +37,18 @@ reading() {  # NAME-SEED -> the --set arguments of that reading
   case "${1%-*}" in
     control) echo "--set train.seed=$seed" ;;
     spkemb) echo "--set train.seed=$seed --set model.speaker_embedding=true" ;;
+    names) echo "--set train.seed=$seed --set data.train=$ROOT/names-train-$seed.jsonl" ;;
     speakers) echo "--set train.seed=$seed --set data.agents=auto --set data.agent_split=speakers --set data.max_agents=8 --set model.communication=true --set model.pointer=multi" ;;
-    *) echo "unknown reading $1 (control-S, spkemb-S or speakers-S)" >&2; exit 2 ;;
+    *) echo "unknown reading $1 (control-S, spkemb-S, speakers-S or names-S)" >&2; exit 2 ;;
   esac
 }
 
 train() {  # NAME
   local run=$ROOT/$1
+  if [[ ${1%-*} == names && ! -f $ROOT/names-train-${1##*-}.jsonl ]]; then
+    python benchmarks/studies/name_copies.py ../shared/data/samsum/train.jsonl "$ROOT/names-train-${1##*-}.jsonl" \
+        --seed "${1##*-}" >> "$run.log"
+  fi
   # shellcheck disable=SC2046
   agentsum train --config samsum-m1 --init-from dialogue --run-dir "$run" $(reading "$1") \
       --set model.coverage=true --set train.lr=3e-4 --set data.valid="$ROOT/select.jsonl" \
