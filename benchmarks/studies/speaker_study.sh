@@ -59,12 +59,12 @@ train() {  # NAME
   wait "$pid" || true
 }
 
-score() {  # NAME: its last checkpoint on validation rows 100-813, and its summaries of rows 0-99
+score() {  # NAME: its last checkpoint's summaries of rows 0-99 (first, for labelling), and its scores on rows 100-813
   local run=$ROOT/$1
-  agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/last.pt" --data ../shared/data/samsum/valid.jsonl \
-      --start 100 --grammar "${SEARCH[@]}" --out "$run/eval-100-813" >> "$run.score.log" 2>&1
   agentsum --threads 1 summarize --checkpoint "$run/checkpoints/last.pt" "$ROOT/valid100.jsonl" "${SEARCH[@]}" \
       --out "$run/labelled-text" >> "$run.score.log" 2>&1
+  agentsum --threads 1 evaluate --checkpoint "$run/checkpoints/last.pt" --data ../shared/data/samsum/valid.jsonl \
+      --start 100 --grammar "${SEARCH[@]}" --out "$run/eval-100-813" >> "$run.score.log" 2>&1
 }
 
 for name in "$@"; do "$MODE" "$name" & done
