@@ -31,11 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.copies < 1:
         p.error("--copies must be at least 1")
-    rows = [row for _, row in json_lines(args.source)]
-    for i, row in enumerate(rows, 1):
+    rows = []
+    for where, row in json_lines(args.source):  # where: "FILE:LINE"
         for key in ("article", "summary"):
             if not isinstance(row.get(key), str):
-                p.error(f"{args.source}, line {i}: field {key!r} is missing or not text")
+                p.error(f"{where}: field {key!r} is missing or not text")
+        rows.append(row)
     ambiguous = ambiguous_names(r["summary"] for r in rows)
     pool = name_pool((r["article"] for r in rows), ambiguous)
     rng = random.Random(args.seed)

@@ -86,8 +86,8 @@ def test_name_copies_writes_the_originals_then_renamed_copies(tmp_path, capsys):
 
 def test_name_copies_names_the_line_of_a_record_without_a_summary(tmp_path, capsys):
     src = tmp_path / "train.jsonl"
-    src.write_text('{"article": "A: x\\nB: y", "summary": "s"}\n{"article": "A: x"}\n', encoding="utf-8")
+    src.write_text('{"article": "A: x\\nB: y", "summary": "s"}\n\n{"article": "A: x"}\n', encoding="utf-8")
     with pytest.raises(SystemExit) as e:
         name_copies.main([str(src), str(tmp_path / "o.jsonl")])
     assert e.value.code == 2
-    assert "line 2: field 'summary'" in capsys.readouterr().err
+    assert f"{src}:3: field 'summary'" in capsys.readouterr().err  # the file's line, blank lines counted
